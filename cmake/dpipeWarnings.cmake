@@ -1,0 +1,14 @@
+# dpipe_target_defaults(<target>): warnings and DPIPE_SANITIZE for dpipe's own targets.
+# Everything is PRIVATE: nothing here reaches the exported interface.
+function(dpipe_target_defaults target)
+  target_compile_options(${target} PRIVATE
+    $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion>)
+  if(DPIPE_WERROR)
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Werror>)
+  endif()
+  if(DPIPE_SANITIZE)
+    target_compile_options(${target} PRIVATE
+      -fsanitize=${DPIPE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    target_link_options(${target} PRIVATE -fsanitize=${DPIPE_SANITIZE})
+  endif()
+endfunction()

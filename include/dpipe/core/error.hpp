@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// The dpipe exception hierarchy. Every exception dpipe throws derives from dpipe::Error; the
+/// message names the node (its label, e.g. "batch#7"), the worker or rank, and what to do.
+/// End of stream is never an exception.
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace dpipe {
+
+/// Root of the hierarchy. Thread-safety: immutable after construction.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A bad argument to a node, a reading service or the loader (torchdata's ValueError).
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A node has no valid length (torchdata's TypeError from `len()`).
+class LengthError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Misuse of an object's protocol: a stale iterator, sharding twice on one path, iterating a loader
+/// that has been shut down (torchdata's RuntimeError).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A key a map pipe does not hold (torchdata's IndexError / KeyError).
+class KeyError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A bounded buffer (fork, demux, unzip, ...) would have to grow beyond its limit because one
+/// consumer fell too far behind (torchdata's BufferError).
+class BufferOverflowError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A checkpoint blob that cannot be restored: another graph, a truncated or corrupted blob, or a
+/// node that cannot save its state.
+class StateError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Bytes that do not decode into the expected value (truncated or malformed input).
+class SerializationError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A wait that lasted longer than its configured timeout.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A feature a node or service does not support in this configuration (torchdata's
+/// NotImplementedError).
+class NotSupportedError : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace detail {
+
+/// Formats the message at compile-time-checked `format` and throws `Exception` with it.
+template <class Exception, class... Args>
+[[noreturn]] void throw_formatted(fmt::format_string<Args...> format, Args&&... args) {
+  throw Exception(fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace detail
+}  // namespace dpipe
+
+/// Throws `Exc` (a dpipe::Error) with a message formatted by fmt: DPIPE_THROW(InvalidArgument,
+/// "batch_size must be > 0, got {}", n). The format string is checked at compile time.
+#define DPIPE_THROW(Exc, ...) ::dpipe::detail::throw_formatted<Exc>(__VA_ARGS__)

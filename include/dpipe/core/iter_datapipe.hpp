@@ -1,0 +1,141 @@
+#pragma once
+/// \file
+/// IterDataPipe<T>: the base of stream nodes. Subclass it for a custom node (see
+/// examples/custom_node.cpp): implement next_impl(), for_each_input() and clone_self(); override
+/// reset_impl() when the node keeps per-iteration state, pull_impl() to produce elements in bulk,
+/// length_impl() when the length is known, and save_state()/load_state() for checkpoints.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/type_name.hpp>
+
+namespace dpipe {
+
+/// What every stream node has regardless of its element type: starting iterations and the
+/// length. Thread-safety: one thread iterates a node at a time.
+class IterDataPipeBase : public DataPipe {
+ public:
+  [[nodiscard]] PipeKind kind() const noexcept final { return PipeKind::kIter; }
+
+  /// Starts a new iteration (and a new iteration of the inputs). Iterators and edges bound to the
+  /// previous iteration become stale. After a checkpoint restore, the first reset continues the
+  /// restored iteration instead.
+  void reset() {
+    ++iteration_;
+    if (std::exchange(continue_restored_, false)) return;
+    reset_impl();
+  }
+
+  /// Counts resets; iterators and edges compare it to detect that they went stale.
+  [[nodiscard]] std::uint64_t iteration() const noexcept { return iteration_; }
+
+  /// Makes the next reset() continue the current (restored) iteration instead of starting anew.
+  void continue_on_next_reset() noexcept { continue_restored_ = true; }
+
+  /// The number of elements one iteration yields, when the node knows it.
+  [[nodiscard]] std::optional<std::size_t> length() const { return length_impl(); }
+
+  /// Like length(), but throws LengthError when the length is not known.
+  [[nodiscard]] std::size_t len() const {
+    if (auto n = length_impl()) return *n;
+    throw LengthError(no_length_reason());
+  }
+
+ protected:
+  explicit IterDataPipeBase(std::string name) : DataPipe(std::move(name)) {}
+  IterDataPipeBase(const IterDataPipeBase&) = default;
+
+  /// Resets per-iteration state. The default resets every input edge; override it to clear the
+  /// node's own state too (and call the base or reset the edges yourself).
+  virtual void reset_impl() {
+    for_each_input([](InputSlot& input) { input.reset(); });
+  }
+
+  /// The length of one iteration, if known. The default is unknown.
+  [[nodiscard]] virtual std::optional<std::size_t> length_impl() const { return std::nullopt; }
+
+  /// The message of the LengthError len() throws when length_impl() is unknown.
+  [[nodiscard]] virtual std::string no_length_reason() const {
+    return label() + " instance doesn't have valid length";
+  }
+
+ private:
+  std::uint64_t iteration_ = 0;
+  bool continue_restored_ = false;
+};
+
+/// A node producing a stream of T. The public functions are non-virtual wrappers over the
+/// protected *_impl hooks. Thread-safety: one thread iterates a node at a time.
+template <class T>
+class IterDataPipe : public IterDataPipeBase {
+  static_assert(std::is_move_constructible_v<T>, "dpipe elements must be move-constructible");
+
+ public:
+  using value_type = T;
+
+  [[nodiscard]] std::string element_type() const final { return type_name<T>(); }
+
+  /// The next element, or std::nullopt at the end of the stream (and on every call after it).
+  std::optional<T> next() { return next_impl(); }
+
+  /// Appends up to `n` elements to `out`; returns how many. Fewer than `n` means the stream ended.
+  /// When it throws, the elements it appended before throwing precede the failure in the stream.
+  std::size_t pull(std::vector<T>& out, std::size_t n) { return pull_impl(out, n); }
+
+  [[nodiscard]] DataPipePtr make_placeholder() const override;
+
+ protected:
+  explicit IterDataPipe(std::string name) : IterDataPipeBase(std::move(name)) {}
+  IterDataPipe(const IterDataPipe&) = default;
+
+  /// Produces the next element or std::nullopt at the end; after the end it keeps returning
+  /// std::nullopt.
+  virtual std::optional<T> next_impl() = 0;
+
+  /// Bulk form of next_impl(); the default calls next_impl() up to `n` times.
+  virtual std::size_t pull_impl(std::vector<T>& out, std::size_t n) {
+    std::size_t produced = 0;
+    while (produced < n) {
+      auto element = next_impl();
+      if (!element) break;
+      out.push_back(std::move(*element));
+      ++produced;
+    }
+    return produced;
+  }
+};
+
+namespace detail {
+
+/// Stands in for a node of element type T; see DataPipe::make_placeholder.
+template <class T>
+class Placeholder final : public IterDataPipe<T>, public PlaceholderTag {
+ public:
+  Placeholder() : IterDataPipe<T>("placeholder") {}
+  void for_each_input(const InputVisitor& /*visit*/) override {}
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Placeholder>(*this); }
+
+ protected:
+  std::optional<T> next_impl() override {
+    DPIPE_THROW(UsageError, "{} stands in for a dispatched branch and cannot be iterated", this->label());
+  }
+};
+
+}  // namespace detail
+
+template <class T>
+DataPipePtr IterDataPipe<T>::make_placeholder() const {
+  return std::make_shared<detail::Placeholder<T>>();
+}
+
+/// Iter pipes of any element type.
+template <class P>
+concept iter_datapipe = std::derived_from<P, IterDataPipe<typename P::value_type>>;
+
+}  // namespace dpipe

@@ -1,0 +1,205 @@
+#pragma once
+/// \file
+/// IterPipe<T>: the value handle users hold. It shares ownership of an IterDataPipe<T> node, is an
+/// input range (range-for, std::views and range-v3 views compose with it), and offers torchdata's
+/// functional form as methods (`from(v).shuffle().sharding_filter().map(f).batch(32)`). The same
+/// nodes are available as `|` adaptors in dpipe::iter (`src | dpipe::iter::map(f)`).
+///
+/// The composition methods are defined in the node headers; include <dpipe/dpipe.hpp>.
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <ranges>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/concepts.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+
+namespace dpipe {
+
+/// A handle to a stream node. Copies share the node: iterating one copy invalidates iterators of
+/// the others, as iterating the same torchdata DataPipe twice does.
+/// Thread-safety: as the node's (one thread iterates at a time).
+template <class T>
+class IterPipe : public std::ranges::view_base {
+ public:
+  using value_type = T;
+  using node_type = IterDataPipe<T>;
+  class iterator;
+
+  /// An empty handle; only assignment and destruction are valid on it.
+  IterPipe() = default;
+  /// Wraps `node`, which must not be null.
+  explicit IterPipe(std::shared_ptr<IterDataPipe<T>> node) : node_(std::move(node)) {
+    if (!node_) DPIPE_THROW(InvalidArgument, "IterPipe<{}>: the node is null", type_name<T>());
+  }
+
+  /// The node (shared).
+  [[nodiscard]] const std::shared_ptr<IterDataPipe<T>>& ptr() const noexcept { return node_; }
+  /// The node; throws UsageError on an empty handle.
+  [[nodiscard]] IterDataPipe<T>& node() const {
+    if (!node_) DPIPE_THROW(UsageError, "IterPipe<{}>: the handle is empty", type_name<T>());
+    return *node_;
+  }
+  [[nodiscard]] explicit operator bool() const noexcept { return node_ != nullptr; }
+
+  /// Starts a new iteration of the node and returns an iterator at its first element.
+  [[nodiscard]] iterator begin() const;
+  [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+  /// The number of elements one iteration yields, when known.
+  [[nodiscard]] std::optional<std::size_t> length() const { return node().length(); }
+  /// Like length(); throws LengthError when unknown.
+  [[nodiscard]] std::size_t len() const { return node().len(); }
+
+  // --- composition: torchdata's functional names -----------------------------------------------
+
+  /// Applies `fn` to each element.
+  template <map_fn<T> F>
+  [[nodiscard]] IterPipe<map_result_t<F, T>> map(F fn) const;
+  /// Keeps the elements for which `pred` is true.
+  template <filter_fn<T> F>
+  [[nodiscard]] IterPipe<T> filter(F pred) const;
+  /// Applies `fn` to each element and yields the elements of the range it returns.
+  template <flatmap_fn<T> F>
+  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn) const;
+  /// Groups consecutive elements into vectors of `batch_size`; the last one may be shorter
+  /// unless `drop_last`.
+  [[nodiscard]] IterPipe<std::vector<T>> batch(std::size_t batch_size, bool drop_last = false) const;
+  /// Yields the elements of each range element (one level).
+  template <class U = T>
+    requires source_range<U>
+  [[nodiscard]] IterPipe<std::ranges::range_value_t<U>> unbatch() const;
+  /// Shuffles through a buffer of `buffer_size` elements (torchdata's algorithm, seeded by the
+  /// loader each epoch).
+  [[nodiscard]] IterPipe<T> shuffle(std::size_t buffer_size = 10000) const;
+  /// Keeps every element whose index i satisfies `i % num_instances == instance_id`, once sharding
+  /// is applied (graph::apply_sharding, or a reading service).
+  [[nodiscard]] IterPipe<T> sharding_filter(
+      std::optional<ShardingPriority> group_filter = std::nullopt) const;
+  /// Marks the end of a branch that MultiProcessingReadingService runs once, in a dispatching
+  /// process that deals elements round-robin to the workers. Outside it, an identity.
+  [[nodiscard]] IterPipe<T> sharding_round_robin_dispatch(ShardingPriority group) const;
+  /// Yields at most `limit` elements.
+  [[nodiscard]] IterPipe<T> header(std::size_t limit = 10) const;
+  /// Pairs each element with its index, counting from `start`.
+  [[nodiscard]] IterPipe<std::pair<std::int64_t, T>> enumerate(std::int64_t start = 0) const;
+  /// Yields tuples of one element from this pipe and from each of `others`; stops with the
+  /// shortest.
+  template <class... Us>
+  [[nodiscard]] IterPipe<std::tuple<T, Us...>> zip(const IterPipe<Us>&... others) const;
+  /// Yields this pipe's elements, then each of `others`'.
+  template <class... Ps>
+    requires(std::same_as<Ps, IterPipe<T>> && ...)
+  [[nodiscard]] IterPipe<T> concat(const Ps&... others) const;
+  /// Yields one element from each input in turn; stops when the shortest is exhausted, dropping
+  /// a partly collected round.
+  template <class... Ps>
+    requires(std::same_as<Ps, IterPipe<T>> && ...)
+  [[nodiscard]] IterPipe<T> mux(const Ps&... others) const;
+  /// `n` pipes that each yield every element; a child may run ahead of the slowest by at most
+  /// `buffer_size` elements.
+  template <class U = T>
+    requires std::copy_constructible<U>
+  [[nodiscard]] std::vector<IterPipe<T>> fork(std::size_t n, std::size_t buffer_size = 1000) const;
+  /// `n` pipes; element x goes to pipe `classifier(x)` (or is dropped when the classifier returns
+  /// std::nullopt and `drop_none`).
+  template <classifier_fn<T> F>
+  [[nodiscard]] std::vector<IterPipe<T>> demux(std::size_t n, F classifier, bool drop_none = false,
+                                               std::size_t buffer_size = 1000) const;
+  /// Repeats the whole stream `count` times, or forever when std::nullopt.
+  [[nodiscard]] IterPipe<T> cycle(std::optional<std::size_t> count = std::nullopt) const;
+  /// Reads ahead up to `buffer_size` elements on a background thread.
+  [[nodiscard]] IterPipe<T> prefetch(std::size_t buffer_size = 10) const;
+
+ private:
+  std::shared_ptr<IterDataPipe<T>> node_;
+};
+
+/// The iterator of an IterPipe: an input iterator that owns the current element. Dereferencing
+/// gives a mutable reference, so the loop body may move the element out.
+template <class T>
+class IterPipe<T>::iterator {
+ public:
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  using reference = T&;
+  using pointer = T*;
+  using iterator_category = std::input_iterator_tag;  // range-v3 reads the C++17 traits
+  using iterator_concept = std::input_iterator_tag;
+
+  iterator() = default;
+
+  [[nodiscard]] T& operator*() const {
+    check();
+    return *current_;
+  }
+  [[nodiscard]] T* operator->() const { return &**this; }
+
+  iterator& operator++() {
+    check();
+    current_ = node_->next();
+    return *this;
+  }
+  void operator++(int) { ++*this; }
+
+  [[nodiscard]] friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept {
+    return !it.current_.has_value();
+  }
+
+ private:
+  friend class IterPipe<T>;
+  explicit iterator(std::shared_ptr<IterDataPipe<T>> node)
+      : node_(std::move(node)), iteration_(node_->iteration()), current_(node_->next()) {}
+
+  void check() const {
+    if (node_->iteration() != iteration_) [[unlikely]] detail::throw_stale_iterator(*node_);
+  }
+
+  std::shared_ptr<IterDataPipe<T>> node_;
+  std::uint64_t iteration_ = 0;
+  mutable std::optional<T> current_;
+};
+
+template <class T>
+typename IterPipe<T>::iterator IterPipe<T>::begin() const {
+  node().reset();
+  return iterator(node_);
+}
+
+/// Builds a node of type `Node` from `args` and returns a handle to it.
+template <class Node, class... Args>
+[[nodiscard]] IterPipe<typename Node::value_type> make_iter(Args&&... args) {
+  return IterPipe<typename Node::value_type>(std::make_shared<Node>(std::forward<Args>(args)...));
+}
+
+/// A `|` adaptor: `pipe | adaptor` is `adaptor.fn(pipe)`. Built-in adaptors live in dpipe::iter
+/// and dpipe::map; iter::make<Node>(args...) makes one for a user node.
+template <class Fn>
+struct PipeAdaptor {
+  Fn fn;
+};
+
+template <class T, class Fn>
+  requires std::invocable<const Fn&, const IterPipe<T>&>
+auto operator|(const IterPipe<T>& pipe, const PipeAdaptor<Fn>& adaptor) {
+  return adaptor.fn(pipe);
+}
+
+namespace iter {
+
+/// `src | iter::make<Node>(args...)` builds `Node(src, args...)`: how user nodes join `|` chains.
+template <class Node, class... Args>
+[[nodiscard]] auto make(Args... args) {
+  return PipeAdaptor{[... args = std::move(args)](const auto& source) {
+    return make_iter<Node>(source, args...);
+  }};
+}
+
+}  // namespace iter
+}  // namespace dpipe

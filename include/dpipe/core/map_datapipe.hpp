@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// MapDataPipe<K, V>: the base of random-access nodes (torchdata's MapDataPipe): get by key, size,
+/// keys. Map nodes keep no iteration state. MapInput<K, V> is a node's typed edge to one.
+
+#include <cstddef>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/type_name.hpp>
+
+namespace dpipe {
+
+/// A node mapping keys K to values V. Thread-safety: one thread uses a node at a time.
+template <class K, class V>
+class MapDataPipe : public DataPipe {
+ public:
+  using key_type = K;
+  using mapped_type = V;
+
+  [[nodiscard]] PipeKind kind() const noexcept final { return PipeKind::kMap; }
+  [[nodiscard]] std::string element_type() const final {
+    return type_name<K>() + " -> " + type_name<V>();
+  }
+
+  /// The value at `key`; throws KeyError when there is none.
+  V get(const K& key) { return get_impl(key); }
+  /// The number of keys.
+  [[nodiscard]] std::size_t size() const { return size_impl(); }
+  /// The keys, in the order to_iter() visits them by default.
+  [[nodiscard]] std::vector<K> keys() const { return keys_impl(); }
+
+  /// Map nodes have no iteration state: saving writes nothing.
+  [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
+  void load_state(StateReader& /*reader*/) override {}
+
+ protected:
+  explicit MapDataPipe(std::string name) : DataPipe(std::move(name)) {}
+  MapDataPipe(const MapDataPipe&) = default;
+
+  virtual V get_impl(const K& key) = 0;
+  [[nodiscard]] virtual std::size_t size_impl() const = 0;
+  /// The default, for integral keys, is 0 .. size()-1; other key types must override it.
+  [[nodiscard]] virtual std::vector<K> keys_impl() const {
+    if constexpr (std::is_integral_v<K>) {
+      std::vector<K> result(size());
+      std::iota(result.begin(), result.end(), K{0});
+      return result;
+    } else {
+      DPIPE_THROW(NotSupportedError, "{} has keys of type {}: it must override keys_impl()", label(),
+                  type_name<K>());
+    }
+  }
+};
+
+/// A typed edge to a MapDataPipe<K, V>.
+template <class K, class V>
+class MapInput final : public InputSlot {
+ public:
+  MapInput() = default;
+  explicit MapInput(std::shared_ptr<MapDataPipe<K, V>> node) : node_(std::move(node)) {
+    if (!node_) DPIPE_THROW(InvalidArgument, "an input map pipe of {} -> {} is empty", type_name<K>(), type_name<V>());
+  }
+
+  V get(const K& key) const { return node_->get(key); }
+  [[nodiscard]] std::size_t size() const { return node_->size(); }
+  [[nodiscard]] std::vector<K> keys() const { return node_->keys(); }
+  [[nodiscard]] MapDataPipe<K, V>& node() const noexcept { return *node_; }
+
+  [[nodiscard]] DataPipePtr target() const override { return node_; }
+  [[nodiscard]] bool try_assign(const DataPipePtr& replacement) override {
+    auto typed = std::dynamic_pointer_cast<MapDataPipe<K, V>>(replacement);
+    if (!typed) return false;
+    node_ = std::move(typed);
+    return true;
+  }
+  [[nodiscard]] std::string expected_type() const override {
+    return "a map pipe of " + type_name<K>() + " -> " + type_name<V>();
+  }
+  /// Map pipes have no iterations to start.
+  void reset() override {}
+  void rebind() noexcept override {}
+
+ private:
+  std::shared_ptr<MapDataPipe<K, V>> node_;
+};
+
+}  // namespace dpipe

@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// Human-readable names of C++ types, used in error messages ("expected int, got std::string").
+
+#include <string>
+#include <string_view>
+
+namespace dpipe {
+namespace detail {
+
+template <class T>
+constexpr std::string_view raw_type_name() noexcept {
+  // GCC:   "... raw_type_name() [with T = int; std::string_view = ...]"
+  // Clang: "... raw_type_name() [T = int]"
+  constexpr std::string_view pretty = __PRETTY_FUNCTION__;
+  constexpr std::size_t start = pretty.find("T = ") + 4;
+  constexpr std::size_t semicolon = pretty.find(';', start);
+  constexpr std::size_t end = semicolon == std::string_view::npos ? pretty.rfind(']') : semicolon;
+  return pretty.substr(start, end - start);
+}
+
+/// Rewrites the long spellings compilers use for standard types ("std::__cxx11::basic_string<char>")
+/// into the ones users write ("std::string").
+std::string tidy_type_name(std::string_view raw);
+
+}  // namespace detail
+
+/// Returns the name of `T` as users spell it, e.g. "std::vector<long int>". Thread-safe.
+template <class T>
+const std::string& type_name() {
+  static const std::string name = detail::tidy_type_name(detail::raw_type_name<T>());
+  return name;
+}
+
+}  // namespace dpipe

@@ -1,0 +1,72 @@
+#pragma once
+/// \file
+/// `batch(batch_size, drop_last)` (torchdata's Batcher): groups consecutive elements into vectors.
+/// Stateless (it never reads ahead of the batch it returns).
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+
+namespace dpipe::iter {
+
+
+template <class T>
+class Batcher final : public IterDataPipe<std::vector<T>> {
+ public:
+  Batcher(const IterPipe<T>& source, std::size_t batch_size, bool drop_last)
+      : IterDataPipe<std::vector<T>>("batch"), source_(source.ptr()), batch_size_(batch_size), drop_last_(drop_last) {
+    if (batch_size == 0) DPIPE_THROW(InvalidArgument, "Batch size is required to be larger than 0!");
+  }
+
+  void for_each_input(const InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Batcher>(*this); }
+  [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
+  void load_state(StateReader& /*reader*/) override {}
+
+  [[nodiscard]] std::size_t batch_size() const noexcept { return batch_size_; }
+  [[nodiscard]] bool drop_last() const noexcept { return drop_last_; }
+
+ protected:
+  std::optional<std::vector<T>> next_impl() override {
+    std::vector<T> batch;
+    batch.reserve(batch_size_);
+    const std::size_t got = source_.pull(batch, batch_size_);
+    if (got == 0 || (got < batch_size_ && drop_last_)) return std::nullopt;
+    return batch;
+  }
+
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
+    const auto source_length = source_.length();
+    if (!source_length) return std::nullopt;
+    return drop_last_ ? *source_length / batch_size_ : (*source_length + batch_size_ - 1) / batch_size_;
+  }
+
+ private:
+  Input<T> source_;
+  std::size_t batch_size_;
+  bool drop_last_;
+};
+
+}  // namespace dpipe::iter
+
+namespace dpipe {
+
+template <class T>
+IterPipe<std::vector<T>> IterPipe<T>::batch(std::size_t batch_size, bool drop_last) const {
+  return make_iter<iter::Batcher<T>>(*this, batch_size, drop_last);
+}
+
+}  // namespace dpipe
+
+namespace dpipe::iter {
+
+/// `src | iter::batch(batch_size, drop_last)`.
+[[nodiscard]] inline auto batch(std::size_t batch_size, bool drop_last = false) {
+  return PipeAdaptor{[=](const auto& source) { return source.batch(batch_size, drop_last); }};
+}
+
+}  // namespace dpipe::iter

@@ -1,0 +1,118 @@
+#pragma once
+/// \file
+/// `concat(others...)` (torchdata's Concater): each input in turn. An input starts its iteration
+/// only when reached. Checkpoint state: which input is current.
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+
+namespace dpipe::iter {
+
+
+template <class T>
+class Concater final : public IterDataPipe<T> {
+ public:
+  explicit Concater(std::vector<IterPipe<T>> sources) : IterDataPipe<T>("concat") {
+    if (sources.empty()) DPIPE_THROW(InvalidArgument, "Expected at least one DataPipe, but got nothing");
+    for (const auto& source : sources) sources_.emplace_back(source.ptr());
+  }
+
+  void for_each_input(const InputVisitor& visit) override {
+    for (auto& source : sources_) visit(source);
+  }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Concater>(*this); }
+
+  [[nodiscard]] bool save_state(StateWriter& writer) const override {
+    writer.write_size(current_);
+    writer.write(started_);
+    return true;
+  }
+  void load_state(StateReader& reader) override {
+    current_ = reader.read<std::uint64_t>();
+    started_ = reader.read<bool>();
+    if (current_ > sources_.size()) DPIPE_THROW(StateError, "{}: saved input {} of {}", this->label(), current_, sources_.size());
+  }
+
+ protected:
+  void reset_impl() override {
+    current_ = 0;
+    started_ = false;
+  }
+
+  std::optional<T> next_impl() override {
+    while (start_current()) {
+      if (auto element = sources_[current_].next()) return element;
+      advance();
+    }
+    return std::nullopt;
+  }
+
+  std::size_t pull_impl(std::vector<T>& out, std::size_t n) override {
+    std::size_t produced = 0;
+    while (produced < n && start_current()) {
+      const std::size_t wanted = n - produced;
+      const std::size_t got = sources_[current_].pull(out, wanted);
+      produced += got;
+      if (got < wanted) advance();
+    }
+    return produced;
+  }
+
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
+    std::size_t total = 0;
+    for (const auto& source : sources_) {
+      const auto length = source.length();
+      if (!length) return std::nullopt;
+      total += *length;
+    }
+    return total;
+  }
+
+ private:
+  /// Starts the current input if needed; false once every input is exhausted.
+  bool start_current() {
+    if (current_ == sources_.size()) return false;
+    if (!started_) {
+      sources_[current_].reset();
+      started_ = true;
+    }
+    return true;
+  }
+
+  void advance() {
+    ++current_;
+    started_ = false;
+  }
+
+  std::vector<Input<T>> sources_;
+  std::size_t current_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace dpipe::iter
+
+namespace dpipe {
+
+template <class T>
+template <class... Ps>
+  requires(std::same_as<Ps, IterPipe<T>> && ...)
+IterPipe<T> IterPipe<T>::concat(const Ps&... others) const {
+  return make_iter<iter::Concater<T>>(std::vector<IterPipe<T>>{*this, others...});
+}
+
+}  // namespace dpipe
+
+namespace dpipe::iter {
+
+/// `src | iter::concat(others...)`.
+template <class T, class... Ps>
+[[nodiscard]] auto concat(IterPipe<T> first, Ps... rest) {
+  return PipeAdaptor{[=](const IterPipe<T>& source) { return source.concat(first, rest...); }};
+}
+
+}  // namespace dpipe::iter

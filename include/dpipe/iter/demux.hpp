@@ -1,0 +1,149 @@
+#pragma once
+/// \file
+/// `demux(n, classifier, drop_none, buffer_size)` (torchdata's Demultiplexer): element x goes to
+/// child classifier(x). Elements waiting for a child that is not being read are buffered, at most
+/// `buffer_size` in total; beyond that the read throws BufferOverflowError. Checkpoint state: the
+/// buffered elements.
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/core/state.hpp>
+#include <dpipe/iter/detail/shared_buffer.hpp>
+
+namespace dpipe::iter {
+
+/// The container behind demux() children.
+template <class T, classifier_fn<T> F>
+class Demultiplexer final : public detail::SharedBuffer {
+ public:
+  Demultiplexer(const IterPipe<T>& source, std::size_t num_instances, F classifier, bool drop_none,
+                std::size_t buffer_size, std::string name = "demux")
+      : SharedBuffer(std::move(name), num_instances), source_(source.ptr()), classifier_(std::move(classifier)),
+        drop_none_(drop_none), buffer_size_(buffer_size), buffers_(num_instances) {}
+
+  [[nodiscard]] std::string element_type() const override { return type_name<T>(); }
+  void for_each_input(const InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Demultiplexer>(*this); }
+
+  /// The next element for child `child`.
+  std::optional<T> next_for(std::size_t child) {
+    check_child(child);
+    auto& own = buffers_[child];
+    if (!own.empty()) {
+      std::optional<T> element(std::in_place, std::move(own.front()));
+      own.pop_front();
+      --buffered_;
+      return element;
+    }
+    while (!source_ended_) {
+      auto element = source_.next();
+      if (!element) {
+        source_ended_ = true;
+        break;
+      }
+      const auto target = classify(*element);
+      if (!target) continue;
+      if (*target == child) return element;
+      if (buffered_ + 1 > buffer_size_) {
+        DPIPE_THROW(BufferOverflowError,
+                    "DemultiplexerIterDataPipe buffer overflow, buffer size {} is insufficient. ({}: "
+                    "child {} is not being read; raise buffer_size or read the children more evenly)",
+                    buffer_size_, label(), *target);
+      }
+      buffers_[*target].push_back(std::move(*element));
+      ++buffered_;
+    }
+    return std::nullopt;
+  }
+
+  [[nodiscard]] std::optional<std::size_t> child_length(std::size_t /*child*/) const { return std::nullopt; }
+
+  [[nodiscard]] bool save_state(StateWriter& writer) const override {
+    save_generations(writer);
+    writer.write(source_ended_);
+    for (const auto& buffer : buffers_) detail::write_elements<T>(writer, *this, buffer);
+    return true;
+  }
+
+  void load_state(StateReader& reader) override {
+    load_generations(reader);
+    source_ended_ = reader.read<bool>();
+    buffered_ = 0;
+    for (auto& buffer : buffers_) {
+      auto elements = detail::read_elements<T>(reader, *this);
+      buffered_ += elements.size();
+      buffer.assign(std::make_move_iterator(elements.begin()), std::make_move_iterator(elements.end()));
+    }
+    if (buffered_ > buffer_size_) DPIPE_THROW(StateError, "{}: the saved buffers exceed buffer_size {}", label(), buffer_size_);
+  }
+
+ protected:
+  void restart() override {
+    for (auto& buffer : buffers_) buffer.clear();
+    buffered_ = 0;
+    source_ended_ = false;
+    source_.reset();
+  }
+
+  [[nodiscard]] bool all_exhausted() const override { return source_ended_ && buffered_ == 0; }
+
+ private:
+  /// The child index for `element`, or std::nullopt to drop it.
+  std::optional<std::size_t> classify(const T& element) {
+    const auto result = classifier_(element);
+    std::optional<long long> index;
+    if constexpr (std::integral<std::remove_cvref_t<decltype(result)>>) {
+      index = static_cast<long long>(result);
+    } else if (result) {
+      index = static_cast<long long>(*result);
+    }
+    if (!index && drop_none_) return std::nullopt;
+    const auto n = static_cast<long long>(buffers_.size());
+    if (!index || *index < 0 || *index >= n) {
+      DPIPE_THROW(InvalidArgument, "Output of the classification fn should be between 0 and {}. {} is returned.",
+                  n - 1, index ? std::to_string(*index) : std::string("None"));
+    }
+    return static_cast<std::size_t>(*index);
+  }
+
+  Input<T> source_;
+  F classifier_;
+  bool drop_none_;
+  std::size_t buffer_size_;
+  std::vector<std::deque<T>> buffers_;
+  std::size_t buffered_ = 0;
+  bool source_ended_ = false;
+};
+
+}  // namespace dpipe::iter
+
+namespace dpipe {
+
+template <class T>
+template <classifier_fn<T> F>
+std::vector<IterPipe<T>> IterPipe<T>::demux(std::size_t n, F classifier, bool drop_none,
+                                            std::size_t buffer_size) const {
+  detail::require_instances(n);
+  return detail::make_children<T>(
+      std::make_shared<iter::Demultiplexer<T, F>>(*this, n, std::move(classifier), drop_none, buffer_size));
+}
+
+}  // namespace dpipe
+
+namespace dpipe::iter {
+
+/// `src | iter::demux(n, classifier, drop_none, buffer_size)`.
+template <class F>
+[[nodiscard]] auto demux(std::size_t n, F classifier, bool drop_none = false, std::size_t buffer_size = 1000) {
+  return PipeAdaptor{[=](const auto& source) { return source.demux(n, classifier, drop_none, buffer_size); }};
+}
+
+}  // namespace dpipe::iter

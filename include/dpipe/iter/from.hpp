@@ -1,0 +1,173 @@
+#pragma once
+/// \file
+/// `iter::from(range)` (torchdata's IterableWrapper): a source node over any input range —
+/// containers, std views, range-v3 views, generators.
+///
+/// The node keeps its own copy of the range (an lvalue container is copied, an rvalue moved);
+/// wrap `std::views::all(v)` to iterate a container in place. Ranges that can be iterated as const
+/// are held immutable and shared between graph clones (and worker processes), so a 10M-element
+/// vector is never copied by DataLoader2. Ranges that are only input ranges (single-pass) can be
+/// iterated once; a second iteration throws.
+
+#include <cstddef>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <ranges>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/concepts.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+
+namespace dpipe::iter {
+
+/// Yields the elements of a range. Checkpoint state: the position (restore is O(1) for
+/// random-access ranges, a walk over the skipped elements otherwise).
+template <source_range R>
+class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>> {
+  using T = std::ranges::range_value_t<R>;
+  static constexpr bool kShared = std::ranges::input_range<const R>;
+  using Viewed = std::conditional_t<kShared, const R, R>;
+  using Iterator = std::ranges::iterator_t<Viewed>;
+  using Storage = std::conditional_t<kShared, std::shared_ptr<const R>, R>;
+
+ public:
+  template <class Arg>
+  explicit IterableWrapper(Arg&& range) : IterDataPipe<T>("from"), storage_(store(std::forward<Arg>(range))) {}
+
+  /// Copies the configuration (the shared range, or a copy of a non-shareable one) but not the
+  /// position: the copy starts from the beginning.
+  IterableWrapper(const IterableWrapper& other)
+      : IterDataPipe<T>(other), storage_(other.storage_) {}
+
+  void for_each_input(const InputVisitor& /*visit*/) override {}
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<IterableWrapper>(*this); }
+
+  [[nodiscard]] bool save_state(StateWriter& writer) const override {
+    writer.write_size(position_);
+    return true;
+  }
+
+  void load_state(StateReader& reader) override {
+    const std::size_t position = reader.read<std::uint64_t>();
+    if constexpr (std::ranges::sized_range<Viewed>) {
+      const auto size = static_cast<std::size_t>(std::ranges::size(range()));
+      if (position > size) {
+        DPIPE_THROW(StateError, "{}: saved position {} is beyond the range's {} elements", this->label(), position, size);
+      }
+    }
+    if constexpr (!std::ranges::forward_range<Viewed>) {
+      DPIPE_THROW(StateError, "{}: a single-pass range cannot be restored; wrap a container or a forward range", this->label());
+    } else {
+      start();
+      advance(position);
+    }
+  }
+
+ protected:
+  void reset_impl() override {
+    if constexpr (!std::ranges::forward_range<Viewed>) {
+      if (iterated_) {
+        DPIPE_THROW(UsageError,
+                    "{}: the source range is single-pass (an input range that is not a forward "
+                    "range) and was already iterated; wrap a container or a forward range to iterate "
+                    "it again",
+                    this->label());
+      }
+    }
+    start();
+  }
+
+  std::optional<T> next_impl() override {
+    if (!it_ || *it_ == std::ranges::end(range())) return std::nullopt;
+    std::optional<T> element(std::in_place, **it_);
+    ++*it_;
+    ++position_;
+    return element;
+  }
+
+  std::size_t pull_impl(std::vector<T>& out, std::size_t n) override {
+    if (!it_) return 0;
+    auto& it = *it_;
+    const auto last = std::ranges::end(range());
+    std::size_t produced = 0;
+    if constexpr (std::ranges::random_access_range<Viewed> && std::ranges::sized_range<Viewed>) {
+      const auto available = static_cast<std::size_t>(last - it);
+      produced = std::min(n, available);
+      out.insert(out.end(), it, it + static_cast<std::ptrdiff_t>(produced));
+      it += static_cast<std::ptrdiff_t>(produced);
+    } else {
+      for (; produced < n && it != last; ++produced, ++it) out.emplace_back(*it);
+    }
+    position_ += produced;
+    return produced;
+  }
+
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
+    if constexpr (std::ranges::sized_range<Viewed>) {
+      return static_cast<std::size_t>(std::ranges::size(range()));
+    } else {
+      return std::nullopt;
+    }
+  }
+
+ private:
+  template <class Arg>
+  static Storage store(Arg&& range) {
+    if constexpr (kShared) {
+      return std::make_shared<const R>(std::forward<Arg>(range));
+    } else {
+      return R(std::forward<Arg>(range));
+    }
+  }
+
+  Viewed& range() const {
+    if constexpr (kShared) {
+      return *storage_;
+    } else {
+      return const_cast<R&>(storage_);  // non-const-iterable views are iterated through a mutable ref
+    }
+  }
+
+  void start() {
+    it_.emplace(std::ranges::begin(range()));
+    position_ = 0;
+    iterated_ = true;
+  }
+
+  void advance(std::size_t count) {
+    if constexpr (std::ranges::random_access_range<Viewed>) {
+      *it_ += static_cast<std::ptrdiff_t>(count);
+    } else {
+      const auto last = std::ranges::end(range());
+      for (std::size_t i = 0; i < count; ++i) {
+        if (*it_ == last) DPIPE_THROW(StateError, "{}: saved position {} is beyond the range's end", this->label(), count);
+        ++*it_;
+      }
+    }
+    position_ = count;
+  }
+
+  Storage storage_;
+  std::optional<Iterator> it_;
+  std::size_t position_ = 0;
+  bool iterated_ = false;
+};
+
+/// A source over `range` (see IterableWrapper).
+template <source_range R>
+[[nodiscard]] IterPipe<std::ranges::range_value_t<R>> from(R&& range) {
+  return make_iter<IterableWrapper<std::remove_cvref_t<R>>>(std::forward<R>(range));
+}
+
+/// A source over the listed values: `iter::from({1, 2, 3})`.
+template <element T>
+[[nodiscard]] IterPipe<T> from(std::initializer_list<T> values) {
+  return from(std::vector<T>(values));
+}
+
+}  // namespace dpipe::iter

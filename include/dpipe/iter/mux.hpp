@@ -1,0 +1,109 @@
+#pragma once
+/// \file
+/// `mux(others...)` (torchdata's Multiplexer): one element from each input per round; ends when
+/// the shortest input is exhausted and drops that partly collected round. Checkpoint state: the
+/// current round's elements not yet yielded.
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/core/state.hpp>
+
+namespace dpipe::iter {
+
+
+template <class T>
+class Multiplexer final : public IterDataPipe<T> {
+ public:
+  explicit Multiplexer(std::vector<IterPipe<T>> sources) : IterDataPipe<T>("mux") {
+    for (const auto& source : sources) sources_.emplace_back(source.ptr());
+  }
+
+  void for_each_input(const InputVisitor& visit) override {
+    for (auto& source : sources_) visit(source);
+  }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Multiplexer>(*this); }
+
+  [[nodiscard]] bool save_state(StateWriter& writer) const override {
+    writer.write(ended_);
+    detail::write_elements<T>(writer, *this, std::ranges::subrange(round_.begin() + static_cast<std::ptrdiff_t>(next_), round_.end()));
+    return true;
+  }
+  void load_state(StateReader& reader) override {
+    ended_ = reader.read<bool>();
+    round_ = detail::read_elements<T>(reader, *this);
+    next_ = 0;
+  }
+
+ protected:
+  void reset_impl() override {
+    round_.clear();
+    next_ = 0;
+    ended_ = false;
+    IterDataPipe<T>::reset_impl();
+  }
+
+  std::optional<T> next_impl() override {
+    if (next_ == round_.size() && !collect_round()) return std::nullopt;
+    return std::optional<T>(std::in_place, std::move(round_[next_++]));
+  }
+
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
+    std::optional<std::size_t> shortest;
+    for (const auto& source : sources_) {
+      const auto length = source.length();
+      if (!length) return std::nullopt;
+      if (!shortest || *length < *shortest) shortest = length;
+    }
+    return shortest ? *shortest * sources_.size() : 0;
+  }
+
+ private:
+  bool collect_round() {
+    round_.clear();
+    next_ = 0;
+    if (ended_ || sources_.empty()) return false;
+    for (auto& source : sources_) {
+      auto element = source.next();
+      if (!element) {
+        round_.clear();
+        ended_ = true;
+        return false;
+      }
+      round_.push_back(std::move(*element));
+    }
+    return true;
+  }
+
+  std::vector<Input<T>> sources_;
+  std::vector<T> round_;
+  std::size_t next_ = 0;
+  bool ended_ = false;
+};
+
+}  // namespace dpipe::iter
+
+namespace dpipe {
+
+template <class T>
+template <class... Ps>
+  requires(std::same_as<Ps, IterPipe<T>> && ...)
+IterPipe<T> IterPipe<T>::mux(const Ps&... others) const {
+  return make_iter<iter::Multiplexer<T>>(std::vector<IterPipe<T>>{*this, others...});
+}
+
+}  // namespace dpipe
+
+namespace dpipe::iter {
+
+/// `src | iter::mux(others...)`.
+template <class T, class... Ps>
+[[nodiscard]] auto mux(IterPipe<T> first, Ps... rest) {
+  return PipeAdaptor{[=](const IterPipe<T>& source) { return source.mux(first, rest...); }};
+}
+
+}  // namespace dpipe::iter

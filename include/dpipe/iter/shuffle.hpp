@@ -1,0 +1,158 @@
+#pragma once
+/// \file
+/// `shuffle(buffer_size)` (torchdata's Shuffler): torchdata's buffer algorithm over CPython's
+/// random.Random, so a pipeline seeded like torchdata's yields the same order. Each iteration
+/// uses the seed given by set_seed() (the loader does this every epoch), or one from the OS
+/// entropy source; set_shuffle(false) makes it a pass-through. Checkpoint state: the buffer and
+/// the generator.
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/core/state.hpp>
+#include <dpipe/random/python_random.hpp>
+#include <dpipe/random/seed_generator.hpp>
+
+namespace dpipe::iter {
+
+
+template <class T>
+class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
+ public:
+  Shuffler(const IterPipe<T>& source, std::size_t buffer_size)
+      : IterDataPipe<T>("shuffle"), source_(source.ptr()), buffer_size_(buffer_size) {
+    if (buffer_size == 0) DPIPE_THROW(InvalidArgument, "buffer_size should be larger than 0");
+  }
+
+  void for_each_input(const InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Shuffler>(*this); }
+
+  void set_seed(std::uint64_t seed) override { pending_seed_ = seed; }
+  void set_shuffle(bool enabled) override { enabled_ = enabled; }
+  [[nodiscard]] bool shuffle_enabled() const noexcept { return enabled_; }
+  /// The seed the next iteration will use, if one was set.
+  [[nodiscard]] std::optional<std::uint64_t> pending_seed() const noexcept { return pending_seed_; }
+  [[nodiscard]] std::size_t buffer_size() const noexcept { return buffer_size_; }
+
+  [[nodiscard]] bool save_state(StateWriter& writer) const override {
+    writer.write(enabled_);
+    writer.write(pending_seed_);
+    writer.write(draining_);
+    writer.write(rng_);
+    detail::write_elements<T>(writer, *this, buffer_);
+    return true;
+  }
+  void load_state(StateReader& reader) override {
+    enabled_ = reader.read<bool>();
+    pending_seed_ = reader.read<std::optional<std::uint64_t>>();
+    draining_ = reader.read<bool>();
+    rng_ = reader.read<PythonRandom>();
+    buffer_ = detail::read_elements<T>(reader, *this);
+    if (buffer_.size() > buffer_size_) {
+      DPIPE_THROW(StateError, "{}: the saved buffer holds {} elements, more than buffer_size {}", this->label(), buffer_.size(), buffer_size_);
+    }
+  }
+
+ protected:
+  void reset_impl() override {
+    buffer_.clear();
+    draining_ = false;
+    if (enabled_) {
+      rng_.seed(pending_seed_ ? *pending_seed_ : entropy_seed());
+      pending_seed_.reset();
+    }
+    source_.reset();
+  }
+
+  std::optional<T> next_impl() override {
+    if (!enabled_) return source_.next();
+    while (!draining_) {
+      auto element = source_.next();
+      if (!element) {
+        draining_ = true;
+        break;
+      }
+      if (buffer_.size() == buffer_size_) return exchange(std::move(*element));
+      buffer_.push_back(std::move(*element));
+    }
+    return drain_one();
+  }
+
+  std::size_t pull_impl(std::vector<T>& out, std::size_t n) override {
+    if (!enabled_) return source_.pull(out, n);
+    std::size_t produced = 0;
+    while (produced < n) {
+      if (draining_) {
+        auto element = drain_one();
+        if (!element) break;
+        out.push_back(std::move(*element));
+        ++produced;
+      } else if (buffer_.size() < buffer_size_) {
+        // Filling: these reads produce no output, so they cannot read ahead of it.
+        const std::size_t wanted = buffer_size_ - buffer_.size();
+        if (source_.pull(buffer_, wanted) < wanted) draining_ = true;
+      } else {
+        // Full: each element read yields exactly one element, so read only what is still wanted.
+        staging_.clear();
+        const std::size_t wanted = n - produced;
+        const std::size_t got = source_.pull(staging_, wanted);
+        for (auto& element : staging_) out.push_back(exchange(std::move(element)));
+        produced += got;
+        staging_.clear();
+        if (got < wanted) draining_ = true;
+      }
+    }
+    return produced;
+  }
+
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override { return source_.length(); }
+
+ private:
+  T exchange(T incoming) {
+    const auto index = static_cast<std::size_t>(rng_.randint(0, static_cast<std::int64_t>(buffer_.size()) - 1));
+    T outgoing = std::move(buffer_[index]);
+    buffer_[index] = std::move(incoming);
+    return outgoing;
+  }
+
+  std::optional<T> drain_one() {
+    if (buffer_.empty()) return std::nullopt;
+    const auto index = static_cast<std::ptrdiff_t>(rng_.randint(0, static_cast<std::int64_t>(buffer_.size()) - 1));
+    std::optional<T> element(std::in_place, std::move(buffer_[static_cast<std::size_t>(index)]));
+    buffer_.erase(buffer_.begin() + index);
+    return element;
+  }
+
+  Input<T> source_;
+  std::size_t buffer_size_;
+  bool enabled_ = true;
+  std::optional<std::uint64_t> pending_seed_;
+  PythonRandom rng_;
+  std::vector<T> buffer_;
+  bool draining_ = false;
+  std::vector<T> staging_;
+};
+
+}  // namespace dpipe::iter
+
+namespace dpipe {
+
+template <class T>
+IterPipe<T> IterPipe<T>::shuffle(std::size_t buffer_size) const {
+  return make_iter<iter::Shuffler<T>>(*this, buffer_size);
+}
+
+}  // namespace dpipe
+
+namespace dpipe::iter {
+
+/// `src | iter::shuffle(buffer_size)`.
+[[nodiscard]] inline auto shuffle(std::size_t buffer_size = 10000) {
+  return PipeAdaptor{[=](const auto& source) { return source.shuffle(buffer_size); }};
+}
+
+}  // namespace dpipe::iter

@@ -1,0 +1,82 @@
+#pragma once
+/// \file
+/// PythonRandom: CPython's random.Random (MT19937 seeded by init_by_array on the seed's 32-bit
+/// words, getrandbits, _randbelow by rejection, sample), so that shuffles match torchdata's for the
+/// same seed. std::mt19937 with std::seed_seq is not equivalent.
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <dpipe/serialization/serializer.hpp>
+
+namespace dpipe {
+
+/// Thread-safety: none; copies are independent.
+class PythonRandom {
+ public:
+  /// Seeded with 0 until seed() is called.
+  PythonRandom() { seed(0); }
+  explicit PythonRandom(std::uint64_t seed) { this->seed(seed); }
+
+  /// random.seed(seed) for a non-negative integer seed.
+  void seed(std::uint64_t seed);
+  /// The next 32-bit output of MT19937.
+  std::uint32_t next_uint32();
+  /// random.getrandbits(bits), for bits <= 64.
+  std::uint64_t getrandbits(unsigned bits);
+  /// random._randbelow(n): uniform in [0, n). REQUIRES: n > 0.
+  std::uint64_t randbelow(std::uint64_t n);
+  /// random.randint(low, high): uniform in [low, high]. REQUIRES: low <= high.
+  std::int64_t randint(std::int64_t low, std::int64_t high);
+
+  /// random.sample(population, k): k distinct elements in CPython's selection order.
+  /// REQUIRES: k <= population.size().
+  template <class T>
+  std::vector<T> sample(const std::vector<T>& population, std::size_t k);
+
+  friend bool operator==(const PythonRandom&, const PythonRandom&) = default;
+
+  DPIPE_FIELDS(state_, index_)
+
+ private:
+  static constexpr std::size_t kStateSize = 624;
+  std::array<std::uint32_t, kStateSize> state_{};
+  std::uint32_t index_ = kStateSize;
+};
+
+template <class T>
+std::vector<T> PythonRandom::sample(const std::vector<T>& population, std::size_t k) {
+  const std::size_t n = population.size();
+  std::vector<T> result;
+  result.reserve(k);
+  // CPython picks the pool method when a list of n is smaller than a set of k (same arithmetic).
+  std::size_t set_size = 21;
+  if (k > 5) {
+    const double exponent = std::ceil(std::log(static_cast<double>(k * 3)) / std::log(4.0));
+    set_size += static_cast<std::size_t>(std::pow(4.0, exponent));
+  }
+  if (n <= set_size) {
+    std::vector<std::size_t> pool(n);
+    for (std::size_t i = 0; i < n; ++i) pool[i] = i;
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto j = static_cast<std::size_t>(randbelow(n - i));
+      result.push_back(population[pool[j]]);
+      pool[j] = pool[n - i - 1];
+    }
+  } else {
+    std::unordered_set<std::size_t> selected;
+    for (std::size_t i = 0; i < k; ++i) {
+      auto j = static_cast<std::size_t>(randbelow(n));
+      while (selected.contains(j)) j = static_cast<std::size_t>(randbelow(n));
+      selected.insert(j);
+      result.push_back(population[j]);
+    }
+  }
+  return result;
+}
+
+}  // namespace dpipe

@@ -1,0 +1,70 @@
+// DataPipe: ids, labels, input listing and checked input replacement.
+
+#include <atomic>
+
+#include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/error.hpp>
+
+namespace dpipe {
+namespace {
+
+std::uint64_t next_node_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+std::string_view kind_name(PipeKind kind) {
+  switch (kind) {
+    case PipeKind::kIter: return "an iter pipe";
+    case PipeKind::kMap: return "a map pipe";
+    case PipeKind::kSharedBuffer: return "a shared buffer";
+  }
+  return "a node";
+}
+
+}  // namespace
+
+DataPipe::DataPipe(std::string name) : id_(next_node_id()), name_(std::move(name)) {}
+
+DataPipe::DataPipe(const DataPipe& other)
+    : std::enable_shared_from_this<DataPipe>(other),
+      id_(next_node_id()),
+      name_(other.name_),
+      replicable_(other.replicable_) {}
+
+std::string DataPipe::label() const { return fmt::format("{}#{}", name_, id_); }
+
+std::vector<DataPipePtr> DataPipe::inputs() {
+  std::vector<DataPipePtr> result;
+  for_each_input([&](InputSlot& input) { result.push_back(input.target()); });
+  return result;
+}
+
+std::size_t DataPipe::replace_input(const DataPipe& old, const DataPipePtr& replacement) {
+  if (!replacement) DPIPE_THROW(InvalidArgument, "replace_input on {}: the replacement is null", label());
+  std::size_t replaced = 0;
+  for_each_input([&](InputSlot& input) {
+    if (input.target().get() != &old) return;
+    if (!input.try_assign(replacement)) {
+      DPIPE_THROW(InvalidArgument,
+                  "cannot replace input {} of {}: the edge reads {}, but {} is {} of {}",
+                  old.label(), label(), input.expected_type(), replacement->label(),
+                  kind_name(replacement->kind()), replacement->element_type());
+    }
+    ++replaced;
+  });
+  return replaced;
+}
+
+DataPipePtr DataPipe::make_placeholder() const {
+  DPIPE_THROW(NotSupportedError, "{} ({}) has no placeholder", label(), element_type());
+}
+
+bool DataPipe::save_state(StateWriter& /*writer*/) const { return false; }
+
+void DataPipe::load_state(StateReader& /*reader*/) {
+  DPIPE_THROW(StateError, "{} does not support checkpoint state: override save_state and load_state",
+              label());
+}
+
+}  // namespace dpipe

@@ -1,0 +1,202 @@
+// The core model: handles as ranges, both composition forms, the single-iterator rule, user
+// nodes, checked input replacement, concepts.
+
+#include <catch2/catch.hpp>
+
+#include <numeric>
+#include <ranges>
+#include <string>
+#include <vector>
+
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/iota.hpp>
+#include <range/v3/view/take.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <dpipe/dpipe.hpp>
+
+#include "support/battery.hpp"
+
+namespace {
+
+using dpipe::IterPipe;
+using dpipe::testing::collect;
+namespace iter = dpipe::iter;
+
+/// A user node: yields each element twice. About fifteen lines, like examples/custom_node.cpp.
+class Twice final : public dpipe::IterDataPipe<int> {
+ public:
+  explicit Twice(const IterPipe<int>& source) : IterDataPipe("twice"), source_(source.ptr()) {}
+  void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] dpipe::DataPipePtr clone_self() const override { return std::make_shared<Twice>(*this); }
+
+ protected:
+  void reset_impl() override {
+    pending_.reset();
+    source_.reset();
+  }
+  std::optional<int> next_impl() override {
+    if (pending_) return std::exchange(pending_, std::nullopt);
+    pending_ = source_.next();
+    return pending_;
+  }
+
+ private:
+  dpipe::Input<int> source_;
+  std::optional<int> pending_;
+};
+
+TEST_CASE("IterPipe: is an input range and a view", "[core][handle]") {
+  static_assert(std::ranges::input_range<IterPipe<int>>);
+  static_assert(std::ranges::view<IterPipe<int>>);
+  static_assert(ranges::input_range<IterPipe<int>>);
+  static_assert(std::input_iterator<IterPipe<int>::iterator>);
+  static_assert(std::same_as<std::ranges::range_reference_t<IterPipe<std::string>>, std::string&>);
+}
+
+TEST_CASE("IterPipe: composes with std and range-v3 views", "[core][handle]") {
+  auto pipe = iter::from(ranges::views::iota(0, 6)).map([](int x) { return x * x; });
+  std::vector<int> doubled;
+  for (int x : pipe | std::views::transform([](int x) { return x + 1; }) | std::views::take(4)) doubled.push_back(x);
+  CHECK(doubled == std::vector<int>{1, 2, 5, 10});
+  const auto via_range_v3 = pipe | ranges::views::take(3) | ranges::to<std::vector>();
+  CHECK(via_range_v3 == std::vector<int>{0, 1, 4});
+}
+
+TEST_CASE("IterPipe: method chaining and | adaptors build the same pipeline", "[core][compose]") {
+  const std::vector<int> data{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  auto chained = iter::from(data).map([](int x) { return x + 1; }).filter([](int x) { return x % 2 == 0; }).batch(2);
+  auto piped = iter::from(data) | iter::map([](int x) { return x + 1; }) | iter::filter([](int x) { return x % 2 == 0; }) |
+               iter::batch(2);
+  const std::vector<std::vector<int>> expected{{2, 4}, {6, 8}, {10}};
+  CHECK(collect(chained) == expected);
+  CHECK(collect(piped) == expected);
+}
+
+TEST_CASE("IterPipe: user nodes subclass IterDataPipe and join | chains", "[core][custom]") {
+  auto chained = dpipe::make_iter<Twice>(iter::from({1, 2, 3}));
+  auto piped = iter::from({1, 2, 3}) | iter::make<Twice>() | iter::map([](int x) { return x * 10; });
+  CHECK(collect(chained) == std::vector<int>{1, 1, 2, 2, 3, 3});
+  CHECK(collect(piped) == std::vector<int>{10, 10, 20, 20, 30, 30});
+  CHECK(collect(piped) == std::vector<int>{10, 10, 20, 20, 30, 30});  // a second iteration starts over
+  CHECK(chained.node().name() == "twice");
+  CHECK(chained.node().element_type() == "int");
+}
+
+TEST_CASE("IterPipe: elements can be moved out of the loop variable", "[core][handle]") {
+  auto pipe = iter::from(std::vector<std::string>{"alpha", "beta"});
+  std::vector<std::string> taken;
+  for (auto& element : pipe) taken.push_back(std::move(element));
+  CHECK(taken == std::vector<std::string>{"alpha", "beta"});
+  CHECK(collect(pipe) == std::vector<std::string>{"alpha", "beta"});  // the source keeps its own copy
+}
+
+TEST_CASE("IterPipe: a new iterator invalidates the previous one", "[core][iterator]") {
+  auto pipe = iter::from({0, 1, 2, 3, 4});
+  auto first = pipe.begin();
+  CHECK(*first == 0);
+  ++first;
+  auto second = pipe.begin();
+  CHECK(*second == 0);
+  const auto node_label = pipe.node().label();
+  const std::string message =
+      "This iterator has been invalidated because another iterator has been created from the same "
+      "IterDataPipe: " + node_label +
+      "\nThis may be caused multiple references to the same IterDataPipe. We recommend using `.fork()` "
+      "if that is necessary.\nFor feedback regarding this single iterator per IterDataPipe constraint, "
+      "feel free to comment on this issue: https://github.com/pytorch/data/issues/45.";
+  CHECK_THROWS_MATCHES(++first, dpipe::UsageError, Catch::Message(message));
+  CHECK_THROWS_MATCHES(*first, dpipe::UsageError, Catch::Message(message));
+  ++second;
+  CHECK(*second == 1);
+}
+
+TEST_CASE("IterPipe: a node read by two consumers without fork is an error", "[core][iterator]") {
+  auto shared = iter::from({1, 2, 3});
+  auto zipped = shared.map([](int x) { return x; }).zip(shared.map([](int x) { return x * 2; }));
+  CHECK_THROWS_WITH(collect(zipped), Catch::StartsWith("This iterator has been invalidated because another iterator "
+                                                       "has been created from the same IterDataPipe: " +
+                                                       shared.node().label()));
+}
+
+TEST_CASE("DataPipe: ids / names / labels and inputs", "[core][datapipe]") {
+  auto source = iter::from({1, 2});
+  auto mapped = source.map([](int x) { return std::to_string(x); });
+  CHECK(mapped.node().id() != source.node().id());
+  CHECK(mapped.node().name() == "map");
+  CHECK(mapped.node().label() == "map#" + std::to_string(mapped.node().id()));
+  CHECK(mapped.node().element_type() == "std::string");
+  CHECK(mapped.node().kind() == dpipe::PipeKind::kIter);
+  REQUIRE(mapped.node().inputs().size() == 1);
+  CHECK(mapped.node().inputs().front() == source.ptr());
+  CHECK(source.node().inputs().empty());
+  CHECK(mapped.node().is_replicable());
+  mapped.node().set_replicable(false);
+  CHECK_FALSE(mapped.node().is_replicable());
+}
+
+TEST_CASE("DataPipe: replace_input checks the element type and names both types", "[core][datapipe]") {
+  auto source = iter::from({1, 2, 3});
+  auto batched = source.batch(2);
+  auto other_ints = iter::from({7, 8, 9});
+  CHECK(batched.node().replace_input(source.node(), other_ints.ptr()) == 1);
+  CHECK(collect(batched) == std::vector<std::vector<int>>{{7, 8}, {9}});
+
+  auto strings = iter::from(std::vector<std::string>{"x"});
+  const std::string message = "cannot replace input " + other_ints.node().label() + " of " + batched.node().label() +
+                              ": the edge reads an iter pipe of int, but " + strings.node().label() +
+                              " is an iter pipe of std::string";
+  CHECK_THROWS_MATCHES(batched.node().replace_input(other_ints.node(), strings.ptr()), dpipe::InvalidArgument,
+                       Catch::Message(message));
+  CHECK(collect(batched) == std::vector<std::vector<int>>{{7, 8}, {9}});  // unchanged
+  CHECK(batched.node().replace_input(strings.node(), other_ints.ptr()) == 0);  // not an input
+}
+
+TEST_CASE("DataPipe: a user node without checkpoint support says so", "[core][state]") {
+  auto pipe = dpipe::make_iter<Twice>(iter::from({1}));
+  const std::string message = pipe.node().label() +
+                              " (int) does not support checkpoints: override save_state and load_state to "
+                              "checkpoint this pipeline";
+  CHECK_THROWS_MATCHES(dpipe::graph::save_state(pipe), dpipe::StateError, Catch::Message(message));
+}
+
+template <class Pipe, class F>
+concept can_map = requires(const Pipe& pipe, F fn) { pipe.map(fn); };
+template <class Pipe, class F>
+concept can_filter = requires(const Pipe& pipe, F fn) { pipe.filter(fn); };
+template <class Pipe, class F>
+concept can_flatmap = requires(const Pipe& pipe, F fn) { pipe.flatmap(fn); };
+template <class Pipe>
+concept can_unbatch = requires(const Pipe& pipe) { pipe.unbatch(); };
+
+// Callables that do not fit the element type are rejected at compile time.
+using Ints = IterPipe<int>;
+static_assert(can_map<Ints, int (*)(int)>);
+static_assert(can_map<Ints, std::string (*)(const int&)>);
+static_assert(!can_map<Ints, int (*)(std::string)>);  // not invocable on int
+static_assert(!can_map<Ints, void (*)(int)>);         // returns nothing
+static_assert(!can_map<Ints, int (*)(int&)>);         // elements are passed as rvalues
+static_assert(can_filter<Ints, bool (*)(const int&)>);
+static_assert(!can_filter<Ints, std::string (*)(int)>);
+static_assert(can_flatmap<Ints, std::vector<int> (*)(int)>);
+static_assert(!can_flatmap<Ints, int (*)(int)>);  // not a range
+static_assert(can_unbatch<IterPipe<std::vector<int>>>);
+static_assert(!can_unbatch<Ints>);
+static_assert(dpipe::map_fn<int (*)(int), int>);
+static_assert(!dpipe::filter_fn<int (*)(std::string), int>);
+
+TEST_CASE("IterPipe: an empty handle is a clear error", "[core][handle]") {
+  IterPipe<int> empty;
+  CHECK_FALSE(static_cast<bool>(empty));
+  CHECK_THROWS_MATCHES(empty.node(), dpipe::UsageError, Catch::Message("IterPipe<int>: the handle is empty"));
+  CHECK_THROWS_MATCHES(empty.map([](int x) { return x; }), dpipe::InvalidArgument,
+                       Catch::Message("an input pipe of int is empty (a default-constructed handle)"));
+}
+
+TEST_CASE("type_name: readable names", "[core][type_name]") {
+  CHECK(dpipe::type_name<int>() == "int");
+  CHECK(dpipe::type_name<std::string>() == "std::string");
+  CHECK(dpipe::type_name<std::vector<std::string>>().starts_with("std::vector<std::string"));
+}
+
+}  // namespace

@@ -1,0 +1,140 @@
+// shuffle (bit-exact against torchdata's algorithm on CPython's random), sharding_filter,
+// sharding_round_robin_dispatch, and apply_sharding.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "support/battery.hpp"
+
+namespace {
+
+namespace iter = dpipe::iter;
+using dpipe::testing::check_battery;
+using dpipe::testing::collect;
+
+std::vector<int> range(int n) {
+  std::vector<int> values(static_cast<std::size_t>(n));
+  std::iota(values.begin(), values.end(), 0);
+  return values;
+}
+
+template <class T>
+dpipe::IterPipe<T> seeded(dpipe::IterPipe<T> pipe, std::uint64_t seed) {
+  dynamic_cast<dpipe::RandomDataPipe&>(pipe.node()).set_seed(seed);
+  return pipe;
+}
+
+// Expected orders come from torchdata's Shuffler algorithm run on CPython's random.Random.
+TEST_CASE("shuffle: torchdata's order for a seed (reference vector)", "[iter][shuffle][determinism]") {
+  CHECK(collect(seeded(iter::from(range(10)).shuffle(3), 6679402142117448868ULL)) ==
+        std::vector<int>{1, 3, 0, 5, 4, 7, 2, 6, 8, 9});
+}
+
+TEST_CASE("shuffle: battery with a seeded buffer smaller and larger than the data", "[iter][shuffle][battery]") {
+  check_battery([] { return seeded(iter::from(range(20)).shuffle(5), 123); },
+                std::vector<int>{0, 2, 5, 3, 6, 7, 10, 8, 4, 13, 9, 15, 11, 1, 18, 16, 12, 14, 17, 19}, 20);
+  check_battery([] { return seeded(iter::from(range(12)) | iter::shuffle(100), 7); },
+                std::vector<int>{5, 2, 8, 0, 3, 11, 9, 1, 7, 10, 4, 6}, 12);
+}
+
+TEST_CASE("shuffle: a seed applies to one iteration / set_shuffle(false) passes through", "[iter][shuffle]") {
+  auto pipe = seeded(iter::from(range(10)).shuffle(3), 6679402142117448868ULL);
+  const auto first = collect(pipe);
+  auto second = collect(pipe);  // seeded from the OS entropy source
+  std::sort(second.begin(), second.end());
+  CHECK(second == range(10));
+  auto& node = dynamic_cast<dpipe::ShufflingDataPipe&>(pipe.node());
+  node.set_shuffle(false);
+  CHECK(collect(pipe) == range(10));
+  node.set_seed(6679402142117448868ULL);  // kept while disabled, used once enabled
+  CHECK(collect(pipe) == range(10));
+  node.set_shuffle(true);
+  CHECK(collect(pipe) == first);
+}
+
+TEST_CASE("shuffle: bad buffer size", "[iter][shuffle]") {
+  CHECK_THROWS_MATCHES(iter::from(range(3)).shuffle(0), dpipe::InvalidArgument,
+                       Catch::Message("buffer_size should be larger than 0"));
+}
+
+TEST_CASE("sharding_filter: battery for each instance / lengths", "[iter][sharding][battery]") {
+  for (std::size_t instance = 0; instance < 3; ++instance) {
+    INFO("instance " << instance);
+    std::vector<int> expected;
+    for (int i = static_cast<int>(instance); i < 13; i += 3) expected.push_back(i);
+    check_battery(
+        [&] {
+          auto pipe = iter::from(range(13)).sharding_filter();
+          dpipe::graph::apply_sharding(pipe.ptr(), 3, instance);
+          return pipe;
+        },
+        expected, expected.size());
+  }
+  auto one = iter::from(range(1)).sharding_filter();
+  dpipe::graph::apply_sharding(one.ptr(), 2, 1);
+  CHECK(one.len() == 0);
+  CHECK(collect(iter::from(range(4)).sharding_filter()) == range(4));  // unsharded: everything
+}
+
+TEST_CASE("sharding_filter: groups combine as worker + workers * rank", "[iter][sharding]") {
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    for (std::size_t worker = 0; worker < 2; ++worker) {
+      auto pipe = iter::from(range(10)).sharding_filter();
+      auto& node = dynamic_cast<iter::ShardingFilter<int>&>(pipe.node());
+      node.apply_sharding(2, rank, dpipe::ShardingPriority::kDistributed);
+      node.apply_sharding(2, worker, dpipe::ShardingPriority::kMultiprocessing);
+      CHECK(node.num_instances() == 4);
+      CHECK(node.instance_id() == worker + 2 * rank);
+    }
+  }
+  auto filtered = iter::from(range(10)).sharding_filter(dpipe::ShardingPriority::kMultiprocessing);
+  auto& node = dynamic_cast<iter::ShardingFilter<int>&>(filtered.node());
+  node.apply_sharding(2, 1, dpipe::ShardingPriority::kDistributed);  // filtered out
+  node.apply_sharding(5, 3, dpipe::ShardingPriority::kMultiprocessing);
+  CHECK(collect(filtered) == std::vector<int>{3, 8});
+}
+
+TEST_CASE("sharding_filter: torchdata's errors", "[iter][sharding]") {
+  const auto make = [] { return iter::from(range(10)).sharding_filter(); };
+  auto pipe = make();
+  auto& node = dynamic_cast<iter::ShardingFilter<int>&>(pipe.node());
+  CHECK_THROWS_MATCHES(node.apply_sharding(3, 3, dpipe::ShardingPriority::kDefault), dpipe::InvalidArgument,
+                       Catch::Message("instance_id(3) should be smaller than num_of_instances(3)"));
+  node.apply_sharding(2, 1, dpipe::ShardingPriority::kDefault);
+  CHECK_THROWS_MATCHES(node.apply_sharding(5, 3, dpipe::ShardingPriority::kMultiprocessing), dpipe::UsageError,
+                       Catch::Message("ShardingFilter cannot mix DEFAULT and non DEFAULT groups"));
+  auto reverse = make();
+  auto& reverse_node = dynamic_cast<iter::ShardingFilter<int>&>(reverse.node());
+  reverse_node.apply_sharding(5, 3, dpipe::ShardingPriority::kMultiprocessing);
+  CHECK_THROWS_MATCHES(reverse_node.apply_sharding(2, 1, dpipe::ShardingPriority::kDefault), dpipe::UsageError,
+                       Catch::Message("ShardingFilter cannot mix DEFAULT and non DEFAULT groups"));
+}
+
+TEST_CASE("apply_sharding: sharding twice on one path is an error / separate branches are fine", "[iter][sharding][graph]") {
+  auto twice = iter::from(range(10)).sharding_filter();
+  auto outer = twice.sharding_filter();
+  CHECK_THROWS_MATCHES(dpipe::graph::apply_sharding(outer.ptr(), 2, 0), dpipe::UsageError,
+                       Catch::Message("Sharding twice on a single pipeline is likely unintended and will cause data "
+                                      "loss. Sharding already applied to " + outer.node().label() +
+                                      " while trying to apply to " + twice.node().label()));
+  auto left = iter::from(range(6)).sharding_filter();
+  auto right = iter::from(range(6)).map([](int x) { return x * 10; }).sharding_filter();
+  auto zipped = left.zip(right);
+  dpipe::graph::apply_sharding(zipped.ptr(), 2, 1);
+  CHECK(collect(zipped) == std::vector<std::tuple<int, int>>{{1, 10}, {3, 30}, {5, 50}});
+}
+
+TEST_CASE("sharding_round_robin_dispatch: identity in process / only MULTIPROCESSING", "[iter][sharding][battery]") {
+  check_battery([] { return iter::from(range(5)).sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing); },
+                range(5), 5);
+  CHECK_THROWS_MATCHES(iter::from(range(5)).sharding_round_robin_dispatch(dpipe::ShardingPriority::kDistributed),
+                       dpipe::NotSupportedError,
+                       Catch::Message("`sharding_round_robin_dispatch` currently only supports "
+                                      "`SHARDING_PRIORITIES.MULTIPROCESSING`.Please open issue on github for your feature "
+                                      "request."));
+}
+
+}  // namespace
