@@ -7,8 +7,10 @@ function(dpipe_target_defaults target)
     target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Werror>)
   endif()
   if(DPIPE_SANITIZE)
+    # GCC's -Wmaybe-uninitialized reports false positives in instrumented code (std::regex, ...).
     target_compile_options(${target} PRIVATE
-      -fsanitize=${DPIPE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+      -fsanitize=${DPIPE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all
+      $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
     target_link_options(${target} PRIVATE -fsanitize=${DPIPE_SANITIZE})
   endif()
 endfunction()

@@ -15,9 +15,12 @@ std::uint64_t next_node_id() {
 
 std::string_view kind_name(PipeKind kind) {
   switch (kind) {
-    case PipeKind::kIter: return "an iter pipe";
-    case PipeKind::kMap: return "a map pipe";
-    case PipeKind::kSharedBuffer: return "a shared buffer";
+    case PipeKind::kIter:
+      return "an iter pipe";
+    case PipeKind::kMap:
+      return "a map pipe";
+    case PipeKind::kSharedBuffer:
+      return "a shared buffer";
   }
   return "a node";
 }
@@ -46,10 +49,9 @@ std::size_t DataPipe::replace_input(const DataPipe& old, const DataPipePtr& repl
   for_each_input([&](InputSlot& input) {
     if (input.target().get() != &old) return;
     if (!input.try_assign(replacement)) {
-      DPIPE_THROW(InvalidArgument,
-                  "cannot replace input {} of {}: the edge reads {}, but {} is {} of {}",
-                  old.label(), label(), input.expected_type(), replacement->label(),
-                  kind_name(replacement->kind()), replacement->element_type());
+      DPIPE_THROW(InvalidArgument, "cannot replace input {} of {}: the edge reads {}, but {} is {} of {}", old.label(),
+                  label(), input.expected_type(), replacement->label(), kind_name(replacement->kind()),
+                  replacement->element_type());
     }
     ++replaced;
   });
@@ -63,8 +65,7 @@ DataPipePtr DataPipe::make_placeholder() const {
 bool DataPipe::save_state(StateWriter& /*writer*/) const { return false; }
 
 void DataPipe::load_state(StateReader& /*reader*/) {
-  DPIPE_THROW(StateError, "{} does not support checkpoint state: override save_state and load_state",
-              label());
+  DPIPE_THROW(StateError, "{} does not support checkpoint state: override save_state and load_state", label());
 }
 
 }  // namespace dpipe

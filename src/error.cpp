@@ -15,10 +15,21 @@ std::string tidy_type_name(std::string_view raw) {
       {"std::basic_string<char>", "std::string"},
       {"std::__cxx11::", "std::"},
   };
-  std::string name(raw);
-  for (const auto& [from, to] : kRewrites) {
-    for (auto at = name.find(from); at != std::string::npos; at = name.find(from, at + to.size())) {
-      name.replace(at, from.size(), to);
+  std::string name;
+  name.reserve(raw.size());
+  while (!raw.empty()) {
+    bool rewritten = false;
+    for (const auto& [from, to] : kRewrites) {
+      if (raw.starts_with(from)) {
+        name.append(to);
+        raw.remove_prefix(from.size());
+        rewritten = true;
+        break;
+      }
+    }
+    if (!rewritten) {
+      name.push_back(raw.front());
+      raw.remove_prefix(1);
     }
   }
   return name;

@@ -328,11 +328,10 @@ std::size_t apply_shuffle_settings(const DataPipePtr& root, std::optional<bool> 
 
 std::string to_dot(const DataPipeGraph& graph, const DotOptions& options) {
   const auto nodes = list_dps(graph);
-  std::string dot = fmt::format("digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, style=rounded];\n",
-                                escape(options.title));
+  std::string dot =
+      fmt::format("digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, style=rounded];\n", escape(options.title));
   for (const auto& node : nodes) {
-    dot += fmt::format("  n{} [label=\"{}\\n{}\"];\n", node->id(), escape(node->label()),
-                       escape(node->element_type()));
+    dot += fmt::format("  n{} [label=\"{}\\n{}\"];\n", node->id(), escape(node->label()), escape(node->element_type()));
   }
   for (std::size_t i = 0; i < options.clusters.size(); ++i) {
     const auto& cluster = options.clusters[i];

@@ -118,7 +118,8 @@ void load_state(const DataPipePtr& root, std::span<const std::byte> blob) {
   ByteReader reader(body.subspan(kMagic.size()));
   const auto version = reader.read<std::uint32_t>();
   if (version != kFormatVersion) {
-    DPIPE_THROW(StateError, "the checkpoint has format version {}, this dpipe reads version {}", version, kFormatVersion);
+    DPIPE_THROW(StateError, "the checkpoint has format version {}, this dpipe reads version {}", version,
+                kFormatVersion);
   }
   if (checksum(body) != stored_checksum) {
     DPIPE_THROW(StateError, "the checkpoint is corrupted: its checksum does not match its contents");
@@ -143,7 +144,8 @@ void load_state(const DataPipePtr& root, std::span<const std::byte> blob) {
       ByteReader node_reader(reader.take(size));
       node->load_state(node_reader);
       if (!node_reader.at_end()) {
-        DPIPE_THROW(StateError, "{}: {} bytes of its saved state were not read", node->label(), node_reader.remaining());
+        DPIPE_THROW(StateError, "{}: {} bytes of its saved state were not read", node->label(),
+                    node_reader.remaining());
       }
     } catch (const SerializationError& error) {
       DPIPE_THROW(StateError, "the saved state of {} is corrupt: {}", node->label(), error.what());

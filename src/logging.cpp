@@ -20,7 +20,8 @@ std::shared_ptr<spdlog::logger> make_logger() {
     if (parsed != spdlog::level::off || std::string(level) == "off") {
       created->set_level(parsed);
     } else {
-      created->warn("DPIPE_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, critical, off; using warn", level);
+      created->warn("DPIPE_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, critical, off; using warn",
+                    level);
     }
   }
   return created;

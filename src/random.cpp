@@ -68,8 +68,8 @@ std::uint64_t PhiloxEngine::generate() {
 PhiloxEngine PhiloxEngine::spawn(std::uint64_t index) const {
   require_seeded();
   const std::uint64_t block_index = index - index % 2;
-  const Block block = philox(spawn_key_, {static_cast<std::uint32_t>(block_index),
-                                          static_cast<std::uint32_t>(block_index >> 32), 0, 0});
+  const Block block = philox(
+      spawn_key_, {static_cast<std::uint32_t>(block_index), static_cast<std::uint32_t>(block_index >> 32), 0, 0});
   const std::size_t first = 2 * static_cast<std::size_t>(index % 2);
   return PhiloxEngine(join_words(block[first], block[first + 1]));
 }
@@ -123,8 +123,8 @@ void PythonRandom::seed(std::uint64_t seed) {
   std::size_t i = 1;
   std::size_t j = 0;
   for (std::size_t k = std::max(kStateSize, key_length); k > 0; --k) {
-    state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1664525U)) + key[j] +
-                static_cast<std::uint32_t>(j);
+    state_[i] =
+        (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1664525U)) + key[j] + static_cast<std::uint32_t>(j);
     ++i;
     ++j;
     if (i >= kStateSize) {
@@ -134,8 +134,7 @@ void PythonRandom::seed(std::uint64_t seed) {
     if (j >= key_length) j = 0;
   }
   for (std::size_t k = kStateSize - 1; k > 0; --k) {
-    state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1566083941U)) -
-                static_cast<std::uint32_t>(i);
+    state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1566083941U)) - static_cast<std::uint32_t>(i);
     ++i;
     if (i >= kStateSize) {
       state_[0] = state_[kStateSize - 1];

@@ -1,13 +1,12 @@
 // The core model: handles as ranges, both composition forms, the single-iterator rule, user
 // nodes, checked input replacement, concepts.
 
-#include <catch2/catch.hpp>
-
 #include <numeric>
 #include <ranges>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <range/v3/range/conversion.hpp>
 #include <range/v3/view/iota.hpp>
 #include <range/v3/view/take.hpp>
@@ -66,8 +65,8 @@ TEST_CASE("IterPipe: composes with std and range-v3 views", "[core][handle]") {
 TEST_CASE("IterPipe: method chaining and | adaptors build the same pipeline", "[core][compose]") {
   const std::vector<int> data{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   auto chained = iter::from(data).map([](int x) { return x + 1; }).filter([](int x) { return x % 2 == 0; }).batch(2);
-  auto piped = iter::from(data) | iter::map([](int x) { return x + 1; }) | iter::filter([](int x) { return x % 2 == 0; }) |
-               iter::batch(2);
+  auto piped = iter::from(data) | iter::map([](int x) { return x + 1; }) |
+               iter::filter([](int x) { return x % 2 == 0; }) | iter::batch(2);
   const std::vector<std::vector<int>> expected{{2, 4}, {6, 8}, {10}};
   CHECK(collect(chained) == expected);
   CHECK(collect(piped) == expected);
@@ -101,7 +100,8 @@ TEST_CASE("IterPipe: a new iterator invalidates the previous one", "[core][itera
   const auto node_label = pipe.node().label();
   const std::string message =
       "This iterator has been invalidated because another iterator has been created from the same "
-      "IterDataPipe: " + node_label +
+      "IterDataPipe: " +
+      node_label +
       "\nThis may be caused multiple references to the same IterDataPipe. We recommend using `.fork()` "
       "if that is necessary.\nFor feedback regarding this single iterator per IterDataPipe constraint, "
       "feel free to comment on this issue: https://github.com/pytorch/data/issues/45.";
@@ -148,7 +148,7 @@ TEST_CASE("DataPipe: replace_input checks the element type and names both types"
                               " is an iter pipe of std::string";
   CHECK_THROWS_MATCHES(batched.node().replace_input(other_ints.node(), strings.ptr()), dpipe::InvalidArgument,
                        Catch::Message(message));
-  CHECK(collect(batched) == std::vector<std::vector<int>>{{7, 8}, {9}});  // unchanged
+  CHECK(collect(batched) == std::vector<std::vector<int>>{{7, 8}, {9}});       // unchanged
   CHECK(batched.node().replace_input(strings.node(), other_ints.ptr()) == 0);  // not an input
 }
 
@@ -161,13 +161,21 @@ TEST_CASE("DataPipe: a user node without checkpoint support says so", "[core][st
 }
 
 template <class Pipe, class F>
-concept can_map = requires(const Pipe& pipe, F fn) { pipe.map(fn); };
+concept can_map = requires(const Pipe& pipe, F fn) {
+  pipe.map(fn);
+};
 template <class Pipe, class F>
-concept can_filter = requires(const Pipe& pipe, F fn) { pipe.filter(fn); };
+concept can_filter = requires(const Pipe& pipe, F fn) {
+  pipe.filter(fn);
+};
 template <class Pipe, class F>
-concept can_flatmap = requires(const Pipe& pipe, F fn) { pipe.flatmap(fn); };
+concept can_flatmap = requires(const Pipe& pipe, F fn) {
+  pipe.flatmap(fn);
+};
 template <class Pipe>
-concept can_unbatch = requires(const Pipe& pipe) { pipe.unbatch(); };
+concept can_unbatch = requires(const Pipe& pipe) {
+  pipe.unbatch();
+};
 
 // Callables that do not fit the element type are rejected at compile time.
 using Ints = IterPipe<int>;

@@ -1,8 +1,6 @@
 // The serialization customization point: round trips for every covered type and a user struct,
 // and clear errors for truncated or corrupt input.
 
-#include <catch2/catch.hpp>
-
 #include <array>
 #include <map>
 #include <optional>
@@ -12,6 +10,8 @@
 #include <unordered_map>
 #include <variant>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include <dpipe/serialization/serializer.hpp>
 

@@ -5,13 +5,13 @@
 // cannot be built. The one row whose result depends on the cycle, insert(cir_br_dp) -> cir_map_dp,
 // is left out; every other row gives torchdata's result without it.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <numeric>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
 #include "support/graph_text.hpp"
@@ -23,11 +23,7 @@ namespace graph = dpipe::graph;
 using dpipe::DataPipePtr;
 using dpipe::IterPipe;
 
-std::vector<int> range(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
+using dpipe::testing::range;
 
 struct Fixture {
   IterPipe<int> single_br_dp = iter::from(range(10));
@@ -171,10 +167,13 @@ TEST_CASE("find_non_dispatching_branches: torchdata's table (T45)", "[graph][dis
 TEST_CASE("find_replicable_branches: torchdata's table (T46)", "[graph][dispatch]") {
   const auto with_nonrep = [](std::initializer_list<std::string> nonrep) {
     Fixture f;
-    const std::vector<std::pair<std::string, DataPipePtr>> all{
-        {"single_br_dp", f.single_br_dp.ptr()}, {"multi_br_dp", f.multi_br_dp.ptr()}, {"ch1", f.ch1.ptr()},
-        {"forker_dp", f.forker_dp},           {"fork_zip_dp", f.fork_zip_dp.ptr()}, {"cir_map_dp", f.cir_map_dp.ptr()},
-        {"end_dp", f.end_dp.ptr()}};
+    const std::vector<std::pair<std::string, DataPipePtr>> all{{"single_br_dp", f.single_br_dp.ptr()},
+                                                               {"multi_br_dp", f.multi_br_dp.ptr()},
+                                                               {"ch1", f.ch1.ptr()},
+                                                               {"forker_dp", f.forker_dp},
+                                                               {"fork_zip_dp", f.fork_zip_dp.ptr()},
+                                                               {"cir_map_dp", f.cir_map_dp.ptr()},
+                                                               {"end_dp", f.end_dp.ptr()}};
     for (const auto& name : nonrep) {
       const auto it = std::ranges::find(all, name, &std::pair<std::string, DataPipePtr>::first);
       REQUIRE(it != all.end());
@@ -210,8 +209,9 @@ TEST_CASE("placeholder: stands in for a node and cannot be iterated", "[graph][d
   auto pipe = iter::from(range(3));
   auto placeholder = graph::as_iter<int>(pipe.node().make_placeholder());
   CHECK(placeholder.node().name() == "placeholder");
-  CHECK_THROWS_MATCHES(placeholder.begin(), dpipe::UsageError,
-                       Catch::Message(placeholder.node().label() + " stands in for a dispatched branch and cannot be iterated"));
+  CHECK_THROWS_MATCHES(
+      *placeholder.begin(), dpipe::UsageError,
+      Catch::Message(placeholder.node().label() + " stands in for a dispatched branch and cannot be iterated"));
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 // Graph functions on torchdata's test fixture (test_graph.py, reference T37-T40), clone, to_dot,
 // seeding and shuffle settings.
 
-#include <catch2/catch.hpp>
-
 #include <numeric>
 #include <set>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
 #include "support/graph_text.hpp"
@@ -19,11 +19,7 @@ using dpipe::IterPipe;
 using dpipe::testing::collect;
 using dpipe::testing::GraphNames;
 
-std::vector<int> range(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
+using dpipe::testing::range;
 
 /// An identity wrapper (the fixture's Adaptor).
 template <class T>
@@ -165,9 +161,9 @@ TEST_CASE("clone: a deep copy that keeps shared nodes shared", "[graph][clone]")
 TEST_CASE("as_iter: typed handles from type-erased nodes", "[graph][clone]") {
   auto pipe = iter::from(range(3));
   CHECK(collect(graph::as_iter<int>(pipe.ptr())) == range(3));
-  CHECK_THROWS_MATCHES(graph::as_iter<std::string>(pipe.ptr()), dpipe::InvalidArgument,
-                       Catch::Message("expected an iter pipe of std::string, but " + pipe.node().label() +
-                                      " produces int"));
+  CHECK_THROWS_MATCHES(
+      graph::as_iter<std::string>(pipe.ptr()), dpipe::InvalidArgument,
+      Catch::Message("expected an iter pipe of std::string, but " + pipe.node().label() + " produces int"));
 }
 
 TEST_CASE("to_dot: nodes with labels and types / edges input to consumer / clusters", "[graph][dot]") {
@@ -180,15 +176,23 @@ TEST_CASE("to_dot: nodes with labels and types / edges input to consumer / clust
         "digraph \"pipeline\" {\n"
         "  rankdir=LR;\n"
         "  node [shape=box, style=rounded];\n"
-        "  n" + m + " [label=\"map#" + m + "\\ndouble\"];\n"
-        "  n" + s + " [label=\"from#" + s + "\\nint\"];\n"
-        "  subgraph cluster_0 {\n"
-        "    label=\"worker 0\";\n"
-        "    style=dashed;\n"
-        "    n" + s + ";\n"
-        "  }\n"
-        "  n" + s + " -> n" + m + ";\n"
-        "}\n");
+        "  n" +
+            m + " [label=\"map#" + m +
+            "\\ndouble\"];\n"
+            "  n" +
+            s + " [label=\"from#" + s +
+            "\\nint\"];\n"
+            "  subgraph cluster_0 {\n"
+            "    label=\"worker 0\";\n"
+            "    style=dashed;\n"
+            "    n" +
+            s +
+            ";\n"
+            "  }\n"
+            "  n" +
+            s + " -> n" + m +
+            ";\n"
+            "}\n");
 }
 
 TEST_CASE("set_graph_random_seed: shared seeds before sharding / worker seeds after (T31)", "[graph][seed]") {

@@ -1,11 +1,11 @@
 // Whole-graph checkpoints: a blob from another graph, truncated or corrupted blobs are refused
 // with StateError, and thousands of random corruptions never crash (ASan/UBSan in CI).
 
-#include <catch2/catch.hpp>
-
 #include <numeric>
 #include <random>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
 
@@ -14,17 +14,14 @@ namespace {
 namespace iter = dpipe::iter;
 namespace graph = dpipe::graph;
 
-std::vector<int> range(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
+using dpipe::testing::range;
 
 dpipe::IterPipe<std::vector<int>> make_pipeline() {
   auto shuffled = iter::from(range(200)).shuffle(16);
   dynamic_cast<dpipe::RandomDataPipe&>(shuffled.node()).set_seed(5);
   auto forks = shuffled.enumerate().fork(2);
-  return forks[0].map([](auto pair) { return static_cast<int>(pair.first); })
+  return forks[0]
+      .map([](auto pair) { return static_cast<int>(pair.first); })
       .zip(forks[1].map([](auto pair) { return pair.second; }))
       .map([](auto pair) { return std::get<0>(pair) * 1000 + std::get<1>(pair); })
       .batch(5);
@@ -61,8 +58,9 @@ TEST_CASE("graph state: a blob from another graph is refused", "[graph][state]")
 TEST_CASE("graph state: truncated / corrupted and foreign blobs are refused", "[graph][state]") {
   const auto blob = saved_after(7);
   auto target = make_pipeline();
-  CHECK_THROWS_MATCHES(graph::load_state(target, std::span(blob).first(10)), dpipe::StateError,
-                       Catch::Message("the checkpoint is truncated: 10 bytes, fewer than the 36-byte header and trailer"));
+  CHECK_THROWS_MATCHES(
+      graph::load_state(target, std::span(blob).first(10)), dpipe::StateError,
+      Catch::Message("the checkpoint is truncated: 10 bytes, fewer than the 36-byte header and trailer"));
   for (const std::size_t size : {std::size_t{36}, blob.size() / 2, blob.size() - 1}) {
     CHECK_THROWS_AS(graph::load_state(target, std::span(blob).first(size)), dpipe::StateError);
   }
@@ -92,9 +90,16 @@ TEST_CASE("graph state: thousands of random corruptions never crash", "[graph][s
     const int edits = 1 + static_cast<int>(random() % 4);
     for (int e = 0; e < edits; ++e) {
       switch (random() % 3) {
-        case 0: corrupted[random() % corrupted.size()] = static_cast<std::byte>(random()); break;
-        case 1: corrupted.resize(random() % corrupted.size()); break;
-        default: corrupted.insert(corrupted.begin() + static_cast<std::ptrdiff_t>(random() % corrupted.size()), static_cast<std::byte>(random())); break;
+        case 0:
+          corrupted[random() % corrupted.size()] = static_cast<std::byte>(random());
+          break;
+        case 1:
+          corrupted.resize(random() % corrupted.size());
+          break;
+        default:
+          corrupted.insert(corrupted.begin() + static_cast<std::ptrdiff_t>(random() % corrupted.size()),
+                           static_cast<std::byte>(random()));
+          break;
       }
       if (corrupted.empty()) break;
     }
@@ -109,6 +114,30 @@ TEST_CASE("graph state: thousands of random corruptions never crash", "[graph][s
   }
   CHECK(corrupted_blobs > 2900);
   CHECK(refused == corrupted_blobs);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("graph state: saved inside a range-for body it covers exactly the elements received", "[graph][state]") {
+  const auto expected = dpipe::testing::collect(make_pipeline());
+  for (const std::size_t k : {std::size_t{1}, std::size_t{5}, expected.size()}) {
+    auto pipe = make_pipeline();
+    std::vector<std::vector<int>> seen;
+    std::vector<std::byte> blob;
+    for (auto& batch : pipe) {
+      seen.push_back(batch);
+      if (seen.size() == k) {
+        blob = graph::save_state(pipe);
+        break;
+      }
+    }
+    auto restored = make_pipeline();
+    graph::load_state(restored, blob);
+    for (auto& batch : restored) seen.push_back(batch);
+    CHECK(seen == expected);
+  }
 }
 
 }  // namespace

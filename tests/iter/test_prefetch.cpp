@@ -1,12 +1,12 @@
 // prefetch: a real background thread. Order, exceptions, stopping mid-stream, pause/resume,
 // checkpoints with elements read ahead. Runs under ThreadSanitizer in CI ([concurrency]).
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
 
@@ -16,11 +16,7 @@ namespace iter = dpipe::iter;
 using dpipe::testing::check_battery;
 using dpipe::testing::collect;
 
-std::vector<int> range(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
+using dpipe::testing::range;
 
 TEST_CASE("prefetch: battery / order kept / nested prefetch", "[iter][prefetch][battery][concurrency]") {
   check_battery([] { return iter::from(range(100)).prefetch(5); }, range(100), 100);
@@ -43,7 +39,8 @@ TEST_CASE("prefetch: battery / order kept / nested prefetch", "[iter][prefetch][
                 100);
 }
 
-TEST_CASE("prefetch: stop after 100 elements / then a full iteration (torchdata T53)", "[iter][prefetch][concurrency]") {
+TEST_CASE("prefetch: stop after 100 elements / then a full iteration (torchdata T53)",
+          "[iter][prefetch][concurrency]") {
   auto pipe = iter::from(range(5000)).prefetch(10);
   int seen = 0;
   for (int x : pipe) {
@@ -54,14 +51,17 @@ TEST_CASE("prefetch: stop after 100 elements / then a full iteration (torchdata 
   CHECK(pipe.len() == 5000);
 }
 
-TEST_CASE("prefetch: an exception upstream reaches the consumer after the elements before it", "[iter][prefetch][concurrency]") {
+TEST_CASE("prefetch: an exception upstream reaches the consumer after the elements before it",
+          "[iter][prefetch][concurrency]") {
   struct Oops : std::runtime_error {
     using std::runtime_error::runtime_error;
   };
-  auto pipe = iter::from(range(10)).map([](int x) {
-    if (x == 6) throw Oops("oops at 6");
-    return x;
-  }).prefetch(4);
+  auto pipe = iter::from(range(10))
+                  .map([](int x) {
+                    if (x == 6) throw Oops("oops at 6");
+                    return x;
+                  })
+                  .prefetch(4);
   std::vector<int> got;
   CHECK_THROWS_MATCHES(
       [&] {
@@ -74,10 +74,12 @@ TEST_CASE("prefetch: an exception upstream reaches the consumer after the elemen
 
 TEST_CASE("prefetch: reads at most buffer_size ahead", "[iter][prefetch][concurrency]") {
   std::atomic<int> produced{0};
-  auto pipe = iter::from(range(100)).map([&](int x) {
-    produced.fetch_add(1);
-    return x;
-  }).prefetch(5);
+  auto pipe = iter::from(range(100))
+                  .map([&](int x) {
+                    produced.fetch_add(1);
+                    return x;
+                  })
+                  .prefetch(5);
   auto it = pipe.begin();
   CHECK(*it == 0);
   pipe.node().pause();  // joins the producer: its count is final

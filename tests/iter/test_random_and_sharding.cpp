@@ -1,11 +1,11 @@
 // shuffle (bit-exact against torchdata's algorithm on CPython's random), sharding_filter,
 // sharding_round_robin_dispatch, and apply_sharding.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <numeric>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
 
@@ -15,11 +15,7 @@ namespace iter = dpipe::iter;
 using dpipe::testing::check_battery;
 using dpipe::testing::collect;
 
-std::vector<int> range(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
+using dpipe::testing::range;
 
 template <class T>
 dpipe::IterPipe<T> seeded(dpipe::IterPipe<T> pipe, std::uint64_t seed) {
@@ -113,13 +109,14 @@ TEST_CASE("sharding_filter: torchdata's errors", "[iter][sharding]") {
                        Catch::Message("ShardingFilter cannot mix DEFAULT and non DEFAULT groups"));
 }
 
-TEST_CASE("apply_sharding: sharding twice on one path is an error / separate branches are fine", "[iter][sharding][graph]") {
+TEST_CASE("apply_sharding: sharding twice on one path is an error / separate branches are fine",
+          "[iter][sharding][graph]") {
   auto twice = iter::from(range(10)).sharding_filter();
   auto outer = twice.sharding_filter();
   CHECK_THROWS_MATCHES(dpipe::graph::apply_sharding(outer.ptr(), 2, 0), dpipe::UsageError,
                        Catch::Message("Sharding twice on a single pipeline is likely unintended and will cause data "
-                                      "loss. Sharding already applied to " + outer.node().label() +
-                                      " while trying to apply to " + twice.node().label()));
+                                      "loss. Sharding already applied to " +
+                                      outer.node().label() + " while trying to apply to " + twice.node().label()));
   auto left = iter::from(range(6)).sharding_filter();
   auto right = iter::from(range(6)).map([](int x) { return x * 10; }).sharding_filter();
   auto zipped = left.zip(right);
@@ -128,13 +125,15 @@ TEST_CASE("apply_sharding: sharding twice on one path is an error / separate bra
 }
 
 TEST_CASE("sharding_round_robin_dispatch: identity in process / only MULTIPROCESSING", "[iter][sharding][battery]") {
-  check_battery([] { return iter::from(range(5)).sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing); },
-                range(5), 5);
-  CHECK_THROWS_MATCHES(iter::from(range(5)).sharding_round_robin_dispatch(dpipe::ShardingPriority::kDistributed),
-                       dpipe::NotSupportedError,
-                       Catch::Message("`sharding_round_robin_dispatch` currently only supports "
-                                      "`SHARDING_PRIORITIES.MULTIPROCESSING`.Please open issue on github for your feature "
-                                      "request."));
+  check_battery(
+      [] { return iter::from(range(5)).sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing); },
+      range(5), 5);
+  CHECK_THROWS_MATCHES(
+      iter::from(range(5)).sharding_round_robin_dispatch(dpipe::ShardingPriority::kDistributed),
+      dpipe::NotSupportedError,
+      Catch::Message("`sharding_round_robin_dispatch` currently only supports "
+                     "`SHARDING_PRIORITIES.MULTIPROCESSING`.Please open issue on github for your feature "
+                     "request."));
 }
 
 }  // namespace

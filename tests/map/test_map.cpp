@@ -1,9 +1,9 @@
 // Map-style nodes: from (SequenceWrapper), map, to_iter.
 
-#include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
 
@@ -33,17 +33,24 @@ TEST_CASE("map::map: applied on every access / chained and piped", "[map][map]")
 }
 
 TEST_CASE("to_iter: battery over all keys and over chosen keys", "[map][to_iter][battery]") {
-  check_battery([] { return map::from({5, 6, 7, 8}).map([](int x) { return x + 1; }).to_iter(); },
-                std::vector<int>{6, 7, 8, 9}, 4);
-  check_battery([] { return map::from({5, 6, 7, 8}).to_iter(std::vector<std::size_t>{3, 0, 0}); },
-                std::vector<int>{8, 5, 5}, 3);
+  check_battery(
+      [] {
+        return map::from({5, 6, 7, 8}).map([](int x) { return x + 1; }).to_iter();
+      },
+      std::vector<int>{6, 7, 8, 9}, 4);
+  check_battery(
+      [] {
+        return map::from({5, 6, 7, 8}).to_iter(std::vector<std::size_t>{3, 0, 0});
+      },
+      std::vector<int>{8, 5, 5}, 3);
   check_battery([] { return map::from({5, 6}) | map::to_iter(); }, std::vector<int>{5, 6}, 2);
   // torchdata treats an empty key list as "all keys"; dpipe yields nothing.
   CHECK(collect(map::from({5, 6}).to_iter(std::vector<std::size_t>{})).empty());
   auto bad = map::from({5, 6}).to_iter(std::vector<std::size_t>{0, 9});
   auto it = bad.begin();
   CHECK(*it == 5);
-  CHECK_THROWS_AS(++it, dpipe::KeyError);
+  ++it;
+  CHECK_THROWS_AS(*it, dpipe::KeyError);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // PhiloxEngine, SeedGenerator and PythonRandom against torchdata's and CPython's known answers.
 
-#include <catch2/catch.hpp>
 #include <numeric>
+
+#include <catch2/catch.hpp>
 
 #include <dpipe/random/philox.hpp>
 #include <dpipe/random/python_random.hpp>
@@ -35,13 +36,14 @@ TEST_CASE("PhiloxEngine: Random123 known-answer vectors", "[random][philox]") {
 TEST_CASE("PhiloxEngine: torchdata's streams and spawned seeds", "[random][philox]") {
   CHECK(PhiloxEngine(0).spawn_key() == PhiloxEngine::Key{0x6627e8d5, 0xe169c58d});
   CHECK(generate(PhiloxEngine(0), 4) == std::vector<std::uint64_t>{6679402142117448868ULL, 684265014234019051ULL,
-                                                                    5892734326067077929ULL, 5012847114214249389ULL});
+                                                                   5892734326067077929ULL, 5012847114214249389ULL});
   CHECK(generate(PhiloxEngine(1), 4) == std::vector<std::uint64_t>{16124519160171992091ULL, 12102967235123903047ULL,
-                                                                    10265617376382137328ULL, 17000304051890399886ULL});
+                                                                   10265617376382137328ULL, 17000304051890399886ULL});
   CHECK(generate(PhiloxEngine(123), 4) == std::vector<std::uint64_t>{9025247384375923790ULL, 16000952678483384606ULL,
-                                                                      4620172586781465253ULL, 17910197009540674465ULL});
+                                                                     4620172586781465253ULL, 17910197009540674465ULL});
   CHECK(generate(PhiloxEngine(~0ULL), 4) == std::vector<std::uint64_t>{5433557989824845073ULL, 11522556079870051042ULL,
-                                                                        8015710341229073026ULL, 11016808074022311082ULL});
+                                                                       8015710341229073026ULL,
+                                                                       11016808074022311082ULL});
   const std::uint64_t spawned0[] = {15953211147552549462ULL, 8387231961279773479ULL, 3544725869317502777ULL,
                                     4624946314901691070ULL};
   const std::uint64_t spawned123[] = {5859345418343204200ULL, 10010998959631041888ULL, 9231514597747866420ULL,
@@ -77,7 +79,8 @@ TEST_CASE("SeedGenerator: torchdata's shared and worker streams", "[random][seed
   SeedGenerator root(0);
   SeedGenerator copy = root;
   const std::vector<std::uint64_t> first3{6679402142117448868ULL, 684265014234019051ULL, 5892734326067077929ULL};
-  CHECK(std::vector<std::uint64_t>{root.generate_shared_seed(), root.generate_shared_seed(), root.generate_shared_seed()} == first3);
+  CHECK(std::vector<std::uint64_t>{root.generate_shared_seed(), root.generate_shared_seed(),
+                                   root.generate_shared_seed()} == first3);
   CHECK(std::vector<std::uint64_t>{copy.generate_seed(), copy.generate_seed(), copy.generate_seed()} == first3);
 
   const auto worker_stream = [](std::uint64_t worker, int count) {
@@ -91,8 +94,8 @@ TEST_CASE("SeedGenerator: torchdata's shared and worker streams", "[random][seed
                                                           4704306196333364747ULL, 8646330892646666231ULL});
   CHECK(worker_stream(1, 4) == std::vector<std::uint64_t>{9967984995062561209ULL, 16607006139736709732ULL,
                                                           6257213759998696881ULL, 17619760425532064540ULL});
-  CHECK(worker_stream(2, 3) == std::vector<std::uint64_t>{6194045415202885376ULL, 6354149320996429967ULL,
-                                                          1050498439431453840ULL});
+  CHECK(worker_stream(2, 3) ==
+        std::vector<std::uint64_t>{6194045415202885376ULL, 6354149320996429967ULL, 1050498439431453840ULL});
   for (std::uint64_t worker = 0; worker < 4; ++worker) {
     SeedGenerator seeds(0);
     auto spawned = seeds.spawn(worker);

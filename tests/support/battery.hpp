@@ -4,7 +4,6 @@
 // restore into a fresh graph that must yield exactly the rest.
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -12,9 +11,21 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include <dpipe/dpipe.hpp>
 
 namespace dpipe::testing {
+
+/// The integers begin .. end-1.
+inline std::vector<int> range(int begin, int end) {
+  std::vector<int> values;
+  for (int i = begin; i < end; ++i) values.push_back(i);
+  return values;
+}
+
+/// The integers 0 .. n-1.
+inline std::vector<int> range(int n) { return range(0, n); }
 
 /// Every element of one iteration of `pipe`, read with next().
 template <class T>

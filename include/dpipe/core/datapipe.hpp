@@ -146,8 +146,7 @@ class ShufflingDataPipe : public RandomDataPipe {
 class ShardingDataPipe {
  public:
   virtual ~ShardingDataPipe() = default;
-  virtual void apply_sharding(std::size_t num_instances, std::size_t instance_id,
-                              ShardingPriority group) = 0;
+  virtual void apply_sharding(std::size_t num_instances, std::size_t instance_id, ShardingPriority group) = 0;
 };
 
 namespace detail {

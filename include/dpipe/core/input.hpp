@@ -21,7 +21,8 @@ class Input final : public InputSlot {
  public:
   Input() = default;
   explicit Input(std::shared_ptr<IterDataPipe<T>> node) : node_(std::move(node)) {
-    if (!node_) DPIPE_THROW(InvalidArgument, "an input pipe of {} is empty (a default-constructed handle)", type_name<T>());
+    if (!node_)
+      DPIPE_THROW(InvalidArgument, "an input pipe of {} is empty (a default-constructed handle)", type_name<T>());
     iteration_ = node_->iteration();
   }
   Input(const Input&) = default;
@@ -55,9 +56,7 @@ class Input final : public InputSlot {
     return true;
   }
 
-  [[nodiscard]] std::string expected_type() const override {
-    return "an iter pipe of " + type_name<T>();
-  }
+  [[nodiscard]] std::string expected_type() const override { return "an iter pipe of " + type_name<T>(); }
 
   void reset() override {
     node_->reset();
@@ -68,7 +67,8 @@ class Input final : public InputSlot {
 
  private:
   void check() const {
-    if (iteration_ != node_->iteration()) [[unlikely]] detail::throw_stale_iterator(*node_);
+    if (iteration_ != node_->iteration()) [[unlikely]]
+      detail::throw_stale_iterator(*node_);
   }
 
   std::shared_ptr<IterDataPipe<T>> node_;

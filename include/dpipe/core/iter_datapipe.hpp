@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/type_name.hpp>
 
@@ -61,9 +62,7 @@ class IterDataPipeBase : public DataPipe {
   [[nodiscard]] virtual std::optional<std::size_t> length_impl() const { return std::nullopt; }
 
   /// The message of the LengthError len() throws when length_impl() is unknown.
-  [[nodiscard]] virtual std::string no_length_reason() const {
-    return label() + " instance doesn't have valid length";
-  }
+  [[nodiscard]] virtual std::string no_length_reason() const { return label() + " instance doesn't have valid length"; }
 
  private:
   std::uint64_t iteration_ = 0;
@@ -74,7 +73,7 @@ class IterDataPipeBase : public DataPipe {
 /// protected *_impl hooks. Thread-safety: one thread iterates a node at a time.
 template <class T>
 class IterDataPipe : public IterDataPipeBase {
-  static_assert(std::is_move_constructible_v<T>, "dpipe elements must be move-constructible");
+  static_assert(element<T>, "dpipe elements must be movable objects (see dpipe::element)");
 
  public:
   using value_type = T;
@@ -117,7 +116,9 @@ namespace detail {
 template <class T>
 class Placeholder final : public IterDataPipe<T>, public PlaceholderTag {
  public:
-  Placeholder() : IterDataPipe<T>("placeholder") {}
+  static constexpr std::string_view kName = "placeholder";
+
+  Placeholder() : IterDataPipe<T>(std::string(kName)) {}
   void for_each_input(const InputVisitor& /*visit*/) override {}
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Placeholder>(*this); }
 

@@ -73,15 +73,14 @@ class IterPipe : public std::ranges::view_base {
   [[nodiscard]] IterPipe<std::vector<T>> batch(std::size_t batch_size, bool drop_last = false) const;
   /// Yields the elements of each range element (one level).
   template <class U = T>
-    requires source_range<U>
-  [[nodiscard]] IterPipe<std::ranges::range_value_t<U>> unbatch() const;
+  requires source_range<U>
+  [[nodiscard]] IterPipe<range_element_t<U>> unbatch() const;
   /// Shuffles through a buffer of `buffer_size` elements (torchdata's algorithm, seeded by the
   /// loader each epoch).
   [[nodiscard]] IterPipe<T> shuffle(std::size_t buffer_size = 10000) const;
   /// Keeps every element whose index i satisfies `i % num_instances == instance_id`, once sharding
   /// is applied (graph::apply_sharding, or a reading service).
-  [[nodiscard]] IterPipe<T> sharding_filter(
-      std::optional<ShardingPriority> group_filter = std::nullopt) const;
+  [[nodiscard]] IterPipe<T> sharding_filter(std::optional<ShardingPriority> group_filter = std::nullopt) const;
   /// Marks the end of a branch that MultiProcessingReadingService runs once, in a dispatching
   /// process that deals elements round-robin to the workers. Outside it, an identity.
   [[nodiscard]] IterPipe<T> sharding_round_robin_dispatch(ShardingPriority group) const;
@@ -95,17 +94,15 @@ class IterPipe : public std::ranges::view_base {
   [[nodiscard]] IterPipe<std::tuple<T, Us...>> zip(const IterPipe<Us>&... others) const;
   /// Yields this pipe's elements, then each of `others`'.
   template <class... Ps>
-    requires(std::same_as<Ps, IterPipe<T>> && ...)
-  [[nodiscard]] IterPipe<T> concat(const Ps&... others) const;
+  requires(std::same_as<Ps, IterPipe<T>>&&...) [[nodiscard]] IterPipe<T> concat(const Ps&... others) const;
   /// Yields one element from each input in turn; stops when the shortest is exhausted, dropping
   /// a partly collected round.
   template <class... Ps>
-    requires(std::same_as<Ps, IterPipe<T>> && ...)
-  [[nodiscard]] IterPipe<T> mux(const Ps&... others) const;
+  requires(std::same_as<Ps, IterPipe<T>>&&...) [[nodiscard]] IterPipe<T> mux(const Ps&... others) const;
   /// `n` pipes that each yield every element; a child may run ahead of the slowest by at most
   /// `buffer_size` elements.
   template <class U = T>
-    requires std::copy_constructible<U>
+  requires std::copy_constructible<U>
   [[nodiscard]] std::vector<IterPipe<T>> fork(std::size_t n, std::size_t buffer_size = 1000) const;
   /// `n` pipes; element x goes to pipe `classifier(x)` (or is dropped when the classifier returns
   /// std::nullopt and `drop_none`).
@@ -121,8 +118,12 @@ class IterPipe : public std::ranges::view_base {
   std::shared_ptr<IterDataPipe<T>> node_;
 };
 
-/// The iterator of an IterPipe: an input iterator that owns the current element. Dereferencing
-/// gives a mutable reference, so the loop body may move the element out.
+/// The iterator of an IterPipe: an input iterator over one iteration of the node. It reads lazily:
+/// the next element is pulled when the iterator is compared with end() or dereferenced, so inside
+/// a range-for body the node has produced exactly the elements the body has received (a checkpoint
+/// taken there covers them and no more). An exception from the pipeline surfaces there too.
+/// Copies share the iteration, as input iterators do. Dereferencing gives a mutable reference, so
+/// the body may move the element out.
 template <class T>
 class IterPipe<T>::iterator {
  public:
@@ -135,35 +136,48 @@ class IterPipe<T>::iterator {
 
   iterator() = default;
 
-  [[nodiscard]] T& operator*() const {
-    check();
-    return *current_;
-  }
+  [[nodiscard]] T& operator*() const { return *cursor_->fetch(); }
   [[nodiscard]] T* operator->() const { return &**this; }
 
   iterator& operator++() {
-    check();
-    current_ = node_->next();
+    cursor_->fetch();  // consumes the current element even if it was never looked at
+    cursor_->fetched = false;
     return *this;
   }
   void operator++(int) { ++*this; }
 
-  [[nodiscard]] friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept {
-    return !it.current_.has_value();
+  [[nodiscard]] friend bool operator==(const iterator& it, std::default_sentinel_t) {
+    return !it.cursor_ || !it.cursor_->fetch().has_value();
   }
 
  private:
   friend class IterPipe<T>;
-  explicit iterator(std::shared_ptr<IterDataPipe<T>> node)
-      : node_(std::move(node)), iteration_(node_->iteration()), current_(node_->next()) {}
 
-  void check() const {
-    if (node_->iteration() != iteration_) [[unlikely]] detail::throw_stale_iterator(*node_);
+  /// One iteration of the node, shared by the copies of an iterator.
+  struct Cursor {
+    std::shared_ptr<IterDataPipe<T>> node;
+    std::uint64_t iteration;
+    std::optional<T> current;
+    bool fetched = false;
+
+    /// The current element, pulling it unless it is still unconsumed; std::nullopt at the end.
+    std::optional<T>& fetch() {
+      if (node->iteration() != iteration) [[unlikely]]
+        detail::throw_stale_iterator(*node);
+      if (!fetched) {
+        current = node->next();
+        fetched = true;
+      }
+      return current;
+    }
+  };
+
+  explicit iterator(std::shared_ptr<IterDataPipe<T>> node) : cursor_(std::make_shared<Cursor>()) {
+    cursor_->iteration = node->iteration();
+    cursor_->node = std::move(node);
   }
 
-  std::shared_ptr<IterDataPipe<T>> node_;
-  std::uint64_t iteration_ = 0;
-  mutable std::optional<T> current_;
+  std::shared_ptr<Cursor> cursor_;
 };
 
 template <class T>
@@ -186,19 +200,15 @@ struct PipeAdaptor {
 };
 
 template <class T, class Fn>
-  requires std::invocable<const Fn&, const IterPipe<T>&>
-auto operator|(const IterPipe<T>& pipe, const PipeAdaptor<Fn>& adaptor) {
-  return adaptor.fn(pipe);
-}
+requires std::invocable < const Fn&, const IterPipe<T>
+& > auto operator|(const IterPipe<T>& pipe, const PipeAdaptor<Fn>& adaptor) { return adaptor.fn(pipe); }
 
 namespace iter {
 
 /// `src | iter::make<Node>(args...)` builds `Node(src, args...)`: how user nodes join `|` chains.
 template <class Node, class... Args>
 [[nodiscard]] auto make(Args... args) {
-  return PipeAdaptor{[... args = std::move(args)](const auto& source) {
-    return make_iter<Node>(source, args...);
-  }};
+  return PipeAdaptor{[... args = std::move(args)](const auto& source) { return make_iter<Node>(source, args...); }};
 }
 
 }  // namespace iter

@@ -23,9 +23,7 @@ class MapDataPipe : public DataPipe {
   using mapped_type = V;
 
   [[nodiscard]] PipeKind kind() const noexcept final { return PipeKind::kMap; }
-  [[nodiscard]] std::string element_type() const final {
-    return type_name<K>() + " -> " + type_name<V>();
-  }
+  [[nodiscard]] std::string element_type() const final { return type_name<K>() + " -> " + type_name<V>(); }
 
   /// The value at `key`; throws KeyError when there is none.
   V get(const K& key) { return get_impl(key); }
@@ -51,8 +49,7 @@ class MapDataPipe : public DataPipe {
       std::iota(result.begin(), result.end(), K{0});
       return result;
     } else {
-      DPIPE_THROW(NotSupportedError, "{} has keys of type {}: it must override keys_impl()", label(),
-                  type_name<K>());
+      DPIPE_THROW(NotSupportedError, "{} has keys of type {}: it must override keys_impl()", label(), type_name<K>());
     }
   }
 };

@@ -60,9 +60,7 @@ template <class Node, class... Args>
 }
 
 template <class K, class V, class Fn>
-  requires std::invocable<const Fn&, const MapPipe<K, V>&>
-auto operator|(const MapPipe<K, V>& pipe, const PipeAdaptor<Fn>& adaptor) {
-  return adaptor.fn(pipe);
-}
+requires std::invocable < const Fn&, const MapPipe<K, V>
+& > auto operator|(const MapPipe<K, V>& pipe, const PipeAdaptor<Fn>& adaptor) { return adaptor.fn(pipe); }
 
 }  // namespace dpipe

@@ -35,8 +35,8 @@ std::vector<T> read_elements(StateReader& reader, const DataPipe& node) {
     return reader.read<std::vector<T>>();
   } else {
     if (reader.read<std::uint64_t>() != 0) {
-      DPIPE_THROW(StateError, "{}: the state holds elements of type {}, which has no dpipe::Serializer",
-                  node.label(), type_name<T>());
+      DPIPE_THROW(StateError, "{}: the state holds elements of type {}, which has no dpipe::Serializer", node.label(),
+                  type_name<T>());
     }
     return {};
   }

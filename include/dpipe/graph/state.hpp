@@ -27,15 +27,11 @@ namespace dpipe::graph {
 void load_state(const DataPipePtr& root, std::span<const std::byte> blob);
 
 template <class Handle>
-  requires requires(const Handle& handle) { handle.ptr(); }
-[[nodiscard]] std::vector<std::byte> save_state(const Handle& root) {
-  return save_state(DataPipePtr(root.ptr()));
-}
+requires requires(const Handle& handle) { handle.ptr(); }
+[[nodiscard]] std::vector<std::byte> save_state(const Handle& root) { return save_state(DataPipePtr(root.ptr())); }
 
 template <class Handle>
-  requires requires(const Handle& handle) { handle.ptr(); }
-void load_state(const Handle& root, std::span<const std::byte> blob) {
-  load_state(DataPipePtr(root.ptr()), blob);
-}
+requires requires(const Handle& handle) { handle.ptr(); }
+void load_state(const Handle& root, std::span<const std::byte> blob) { load_state(DataPipePtr(root.ptr()), blob); }
 
 }  // namespace dpipe::graph

@@ -13,12 +13,16 @@
 
 namespace dpipe::iter {
 
-
 template <class T>
 class Batcher final : public IterDataPipe<std::vector<T>> {
  public:
+  static constexpr std::string_view kName = "batch";
+
   Batcher(const IterPipe<T>& source, std::size_t batch_size, bool drop_last)
-      : IterDataPipe<std::vector<T>>("batch"), source_(source.ptr()), batch_size_(batch_size), drop_last_(drop_last) {
+      : IterDataPipe<std::vector<T>>(std::string(kName)),
+        source_(source.ptr()),
+        batch_size_(batch_size),
+        drop_last_(drop_last) {
     if (batch_size == 0) DPIPE_THROW(InvalidArgument, "Batch size is required to be larger than 0!");
   }
 

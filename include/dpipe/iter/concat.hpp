@@ -13,11 +13,12 @@
 
 namespace dpipe::iter {
 
-
 template <class T>
 class Concater final : public IterDataPipe<T> {
  public:
-  explicit Concater(std::vector<IterPipe<T>> sources) : IterDataPipe<T>("concat") {
+  static constexpr std::string_view kName = "concat";
+
+  explicit Concater(std::vector<IterPipe<T>> sources) : IterDataPipe<T>(std::string(kName)) {
     if (sources.empty()) DPIPE_THROW(InvalidArgument, "Expected at least one DataPipe, but got nothing");
     for (const auto& source : sources) sources_.emplace_back(source.ptr());
   }
@@ -35,7 +36,8 @@ class Concater final : public IterDataPipe<T> {
   void load_state(StateReader& reader) override {
     current_ = reader.read<std::uint64_t>();
     started_ = reader.read<bool>();
-    if (current_ > sources_.size()) DPIPE_THROW(StateError, "{}: saved input {} of {}", this->label(), current_, sources_.size());
+    if (current_ > sources_.size())
+      DPIPE_THROW(StateError, "{}: saved input {} of {}", this->label(), current_, sources_.size());
   }
 
  protected:
@@ -100,10 +102,8 @@ namespace dpipe {
 
 template <class T>
 template <class... Ps>
-  requires(std::same_as<Ps, IterPipe<T>> && ...)
-IterPipe<T> IterPipe<T>::concat(const Ps&... others) const {
-  return make_iter<iter::Concater<T>>(std::vector<IterPipe<T>>{*this, others...});
-}
+requires(std::same_as<Ps, IterPipe<T>>&&...) IterPipe<T> IterPipe<T>::concat(const Ps&... others)
+const { return make_iter<iter::Concater<T>>(std::vector<IterPipe<T>>{*this, others...}); }
 
 }  // namespace dpipe
 

@@ -14,12 +14,13 @@
 
 namespace dpipe::iter {
 
-
 template <class T>
 class Cycler final : public IterDataPipe<T> {
  public:
+  static constexpr std::string_view kName = "cycle";
+
   Cycler(const IterPipe<T>& source, std::optional<std::size_t> count)
-      : IterDataPipe<T>("cycle"), source_(source.ptr()), count_(count) {}
+      : IterDataPipe<T>(std::string(kName)), source_(source.ptr()), count_(count) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Cycler>(*this); }

@@ -24,10 +24,16 @@ namespace dpipe::iter {
 template <class T, classifier_fn<T> F>
 class Demultiplexer final : public detail::SharedBuffer {
  public:
+  static constexpr std::string_view kName = "demux";
+
   Demultiplexer(const IterPipe<T>& source, std::size_t num_instances, F classifier, bool drop_none,
-                std::size_t buffer_size, std::string name = "demux")
-      : SharedBuffer(std::move(name), num_instances), source_(source.ptr()), classifier_(std::move(classifier)),
-        drop_none_(drop_none), buffer_size_(buffer_size), buffers_(num_instances) {}
+                std::size_t buffer_size, std::string name = std::string(kName))
+      : SharedBuffer(std::move(name), num_instances),
+        source_(source.ptr()),
+        classifier_(std::move(classifier)),
+        drop_none_(drop_none),
+        buffer_size_(buffer_size),
+        buffers_(num_instances) {}
 
   [[nodiscard]] std::string element_type() const override { return type_name<T>(); }
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
@@ -82,7 +88,8 @@ class Demultiplexer final : public detail::SharedBuffer {
       buffered_ += elements.size();
       buffer.assign(std::make_move_iterator(elements.begin()), std::make_move_iterator(elements.end()));
     }
-    if (buffered_ > buffer_size_) DPIPE_THROW(StateError, "{}: the saved buffers exceed buffer_size {}", label(), buffer_size_);
+    if (buffered_ > buffer_size_)
+      DPIPE_THROW(StateError, "{}: the saved buffers exceed buffer_size {}", label(), buffer_size_);
   }
 
  protected:
@@ -108,8 +115,8 @@ class Demultiplexer final : public detail::SharedBuffer {
     if (!index && drop_none_) return std::nullopt;
     const auto n = static_cast<long long>(buffers_.size());
     if (!index || *index < 0 || *index >= n) {
-      DPIPE_THROW(InvalidArgument, "Output of the classification fn should be between 0 and {}. {} is returned.",
-                  n - 1, index ? std::to_string(*index) : std::string("None"));
+      DPIPE_THROW(InvalidArgument, "Output of the classification fn should be between 0 and {}. {} is returned.", n - 1,
+                  index ? std::to_string(*index) : std::string("None"));
     }
     return static_cast<std::size_t>(*index);
   }

@@ -14,14 +14,15 @@
 
 namespace dpipe::iter {
 
-
 template <class T>
 class Enumerator final : public IterDataPipe<std::pair<std::int64_t, T>> {
   using Pair = std::pair<std::int64_t, T>;
 
  public:
+  static constexpr std::string_view kName = "enumerate";
+
   Enumerator(const IterPipe<T>& source, std::int64_t start)
-      : IterDataPipe<Pair>("enumerate"), source_(source.ptr()), start_(start), next_index_(start) {}
+      : IterDataPipe<Pair>(std::string(kName)), source_(source.ptr()), start_(start), next_index_(start) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Enumerator>(*this); }

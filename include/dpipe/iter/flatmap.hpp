@@ -13,7 +13,7 @@
 
 #include <dpipe/core/input.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
+#include <dpipe/core/pending.hpp>
 
 namespace dpipe::iter {
 
@@ -23,31 +23,31 @@ class FlatMapper final : public IterDataPipe<flatmap_result_t<F, T>> {
   using R = map_result_t<F, T>;
 
  public:
-  FlatMapper(const IterPipe<T>& source, F fn, std::string name = "flatmap")
+  static constexpr std::string_view kName = "flatmap";
+  /// The name of the FlatMapper that unbatch() makes.
+  static constexpr std::string_view kUnbatchName = "unbatch";
+
+  FlatMapper(const IterPipe<T>& source, F fn, std::string name = std::string(kName))
       : IterDataPipe<E>(std::move(name)), source_(source.ptr()), fn_(std::move(fn)) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<FlatMapper>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    detail::write_elements<E>(writer, *this, std::ranges::subrange(pending_.begin() + static_cast<std::ptrdiff_t>(next_), pending_.end()));
+    pending_.save(writer, *this);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    pending_ = detail::read_elements<E>(reader, *this);
-    next_ = 0;
-  }
+  void load_state(StateReader& reader) override { pending_.load(reader, *this); }
 
  protected:
   void reset_impl() override {
     pending_.clear();
-    next_ = 0;
     source_.reset();
   }
 
   std::optional<E> next_impl() override {
     if (!refill()) return std::nullopt;
-    return std::optional<E>(std::in_place, std::move(pending_[next_++]));
+    return pending_.take();
   }
 
   [[nodiscard]] std::string no_length_reason() const override {
@@ -56,20 +56,14 @@ class FlatMapper final : public IterDataPipe<flatmap_result_t<F, T>> {
 
   std::size_t pull_impl(std::vector<E>& out, std::size_t n) override {
     std::size_t produced = 0;
-    while (produced < n && refill()) {
-      const std::size_t take = std::min(n - produced, pending_.size() - next_);
-      const auto first = pending_.begin() + static_cast<std::ptrdiff_t>(next_);
-      out.insert(out.end(), std::make_move_iterator(first), std::make_move_iterator(first + static_cast<std::ptrdiff_t>(take)));
-      next_ += take;
-      produced += take;
-    }
+    while (produced < n && refill()) produced += pending_.take_into(out, n - produced);
     return produced;
   }
 
  private:
   /// Makes an element available in pending_; false at the end of the source.
   bool refill() {
-    while (next_ == pending_.size()) {
+    while (pending_.empty()) {
       auto element = source_.next();
       if (!element) return false;
       std::vector<E> expanded;
@@ -79,18 +73,15 @@ class FlatMapper final : public IterDataPipe<flatmap_result_t<F, T>> {
         auto&& range = fn_(std::move(*element));
         for (auto&& item : range) expanded.push_back(std::forward<decltype(item)>(item));
       }
-      pending_ = std::move(expanded);
-      next_ = 0;
+      pending_.assign(std::move(expanded));
     }
     return true;
   }
 
   Input<T> source_;
   F fn_;
-  std::vector<E> pending_;
-  std::size_t next_ = 0;
+  detail::Pending<E> pending_;  // the rest of the current expansion
 };
-
 
 }  // namespace dpipe::iter
 
@@ -112,12 +103,12 @@ IterPipe<flatmap_result_t<F, T>> IterPipe<T>::flatmap(F fn) const {
   return make_iter<iter::FlatMapper<T, F>>(*this, std::move(fn));
 }
 
-
 template <class T>
 template <class U>
-  requires source_range<U>
-IterPipe<std::ranges::range_value_t<U>> IterPipe<T>::unbatch() const {
-  return make_iter<iter::FlatMapper<T, detail::Identity>>(*this, detail::Identity{}, "unbatch");
+requires source_range<U> IterPipe<range_element_t<U>> IterPipe<T>::unbatch()
+const {
+  using Unbatcher = iter::FlatMapper<T, detail::Identity>;
+  return make_iter<Unbatcher>(*this, detail::Identity{}, std::string(Unbatcher::kUnbatchName));
 }
 
 }  // namespace dpipe

@@ -24,8 +24,12 @@ namespace dpipe::iter {
 template <class T>
 class Forker final : public detail::SharedBuffer {
  public:
+  static constexpr std::string_view kName = "fork";
+
   Forker(const IterPipe<T>& source, std::size_t num_instances, std::size_t buffer_size)
-      : SharedBuffer("fork", num_instances), source_(source.ptr()), buffer_size_(buffer_size),
+      : SharedBuffer(std::string(kName), num_instances),
+        source_(source.ptr()),
+        buffer_size_(buffer_size),
         positions_(num_instances, 0) {}
 
   [[nodiscard]] std::string element_type() const override { return type_name<T>(); }
@@ -82,7 +86,8 @@ class Forker final : public detail::SharedBuffer {
   void load_state(StateReader& reader) override {
     load_generations(reader);
     base_ = reader.read<std::uint64_t>();
-    if (reader.read<std::size_t>() != positions_.size()) DPIPE_THROW(StateError, "{}: the state is for another number of children", label());
+    if (reader.read<std::size_t>() != positions_.size())
+      DPIPE_THROW(StateError, "{}: the state is for another number of children", label());
     for (auto& position : positions_) position = reader.read<std::uint64_t>();
     const bool ended = reader.read<bool>();
     const std::size_t end = reader.read<std::uint64_t>();
@@ -91,7 +96,8 @@ class Forker final : public detail::SharedBuffer {
     buffer_.assign(std::make_move_iterator(elements.begin()), std::make_move_iterator(elements.end()));
     const std::size_t fetched = base_ + buffer_.size();
     for (const auto position : positions_) {
-      if (position < base_ || position > fetched) DPIPE_THROW(StateError, "{}: a saved child position is outside the buffer", label());
+      if (position < base_ || position > fetched)
+        DPIPE_THROW(StateError, "{}: a saved child position is outside the buffer", label());
     }
     if (end_ && *end_ != fetched) DPIPE_THROW(StateError, "{}: the saved end does not match the buffer", label());
   }
@@ -112,10 +118,10 @@ class Forker final : public detail::SharedBuffer {
  private:
   Input<T> source_;
   std::size_t buffer_size_;
-  std::deque<T> buffer_;               // elements [base_, base_ + size) read from the source
-  std::size_t base_ = 0;               // source index of buffer_.front()
-  std::vector<std::size_t> positions_; // source index of each child's next element
-  std::optional<std::size_t> end_;     // the source's length, once it ended
+  std::deque<T> buffer_;                // elements [base_, base_ + size) read from the source
+  std::size_t base_ = 0;                // source index of buffer_.front()
+  std::vector<std::size_t> positions_;  // source index of each child's next element
+  std::optional<std::size_t> end_;      // the source's length, once it ended
 };
 
 }  // namespace dpipe::iter
@@ -124,8 +130,8 @@ namespace dpipe {
 
 template <class T>
 template <class U>
-  requires std::copy_constructible<U>
-std::vector<IterPipe<T>> IterPipe<T>::fork(std::size_t n, std::size_t buffer_size) const {
+requires std::copy_constructible<U> std::vector<IterPipe<T>> IterPipe<T>::fork(std::size_t n, std::size_t buffer_size)
+const {
   detail::require_instances(n);
   if (n == 1) return {*this};
   return detail::make_children<T>(std::make_shared<iter::Forker<T>>(*this, n, buffer_size));

@@ -22,27 +22,31 @@
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/core/range_access.hpp>
 
 namespace dpipe::iter {
 
 /// Yields the elements of a range. Checkpoint state: the position (restore is O(1) for
 /// random-access ranges, a walk over the skipped elements otherwise).
 template <source_range R>
-class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>> {
-  using T = std::ranges::range_value_t<R>;
-  static constexpr bool kShared = std::ranges::input_range<const R>;
+class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
+  using T = range_element_t<R>;
+  static constexpr bool kShared = any_input_range<const R>;
   using Viewed = std::conditional_t<kShared, const R, R>;
-  using Iterator = std::ranges::iterator_t<Viewed>;
+  using Access = detail::RangeAccess<Viewed>;
+  using Iterator = typename Access::iterator;
   using Storage = std::conditional_t<kShared, std::shared_ptr<const R>, R>;
 
  public:
+  static constexpr std::string_view kName = "from";
+
   template <class Arg>
-  explicit IterableWrapper(Arg&& range) : IterDataPipe<T>("from"), storage_(store(std::forward<Arg>(range))) {}
+  explicit IterableWrapper(Arg&& range)
+      : IterDataPipe<T>(std::string(kName)), storage_(store(std::forward<Arg>(range))) {}
 
   /// Copies the configuration (the shared range, or a copy of a non-shareable one) but not the
   /// position: the copy starts from the beginning.
-  IterableWrapper(const IterableWrapper& other)
-      : IterDataPipe<T>(other), storage_(other.storage_) {}
+  IterableWrapper(const IterableWrapper& other) : IterDataPipe<T>(other), storage_(other.storage_) {}
 
   void for_each_input(const InputVisitor& /*visit*/) override {}
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<IterableWrapper>(*this); }
@@ -54,14 +58,16 @@ class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>>
 
   void load_state(StateReader& reader) override {
     const std::size_t position = reader.read<std::uint64_t>();
-    if constexpr (std::ranges::sized_range<Viewed>) {
-      const auto size = static_cast<std::size_t>(std::ranges::size(range()));
+    if constexpr (Access::kSized) {
+      const auto size = static_cast<std::size_t>(Access::size(range()));
       if (position > size) {
-        DPIPE_THROW(StateError, "{}: saved position {} is beyond the range's {} elements", this->label(), position, size);
+        DPIPE_THROW(StateError, "{}: saved position {} is beyond the range's {} elements", this->label(), position,
+                    size);
       }
     }
-    if constexpr (!std::ranges::forward_range<Viewed>) {
-      DPIPE_THROW(StateError, "{}: a single-pass range cannot be restored; wrap a container or a forward range", this->label());
+    if constexpr (!Access::kForward) {
+      DPIPE_THROW(StateError, "{}: a single-pass range cannot be restored; wrap a container or a forward range",
+                  this->label());
     } else {
       start();
       advance(position);
@@ -70,7 +76,7 @@ class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>>
 
  protected:
   void reset_impl() override {
-    if constexpr (!std::ranges::forward_range<Viewed>) {
+    if constexpr (!Access::kForward) {
       if (iterated_) {
         DPIPE_THROW(UsageError,
                     "{}: the source range is single-pass (an input range that is not a forward "
@@ -83,7 +89,7 @@ class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>>
   }
 
   std::optional<T> next_impl() override {
-    if (!it_ || *it_ == std::ranges::end(range())) return std::nullopt;
+    if (!it_ || *it_ == Access::end(range())) return std::nullopt;
     std::optional<T> element(std::in_place, **it_);
     ++*it_;
     ++position_;
@@ -93,13 +99,15 @@ class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>>
   std::size_t pull_impl(std::vector<T>& out, std::size_t n) override {
     if (!it_) return 0;
     auto& it = *it_;
-    const auto last = std::ranges::end(range());
+    const auto last = Access::end(range());
     std::size_t produced = 0;
-    if constexpr (std::ranges::random_access_range<Viewed> && std::ranges::sized_range<Viewed>) {
-      const auto available = static_cast<std::size_t>(last - it);
+    if constexpr (Access::kRandomAccess && Access::kSized && std::is_default_constructible_v<T>) {
+      const auto available = Access::distance(it, last);
       produced = std::min(n, available);
-      out.insert(out.end(), it, it + static_cast<std::ptrdiff_t>(produced));
-      it += static_cast<std::ptrdiff_t>(produced);
+      const std::size_t first = out.size();
+      out.resize(first + produced);
+      T* destination = out.data() + first;
+      for (std::size_t i = 0; i < produced; ++i, ++it) destination[i] = *it;
     } else {
       for (; produced < n && it != last; ++produced, ++it) out.emplace_back(*it);
     }
@@ -108,8 +116,8 @@ class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>>
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override {
-    if constexpr (std::ranges::sized_range<Viewed>) {
-      return static_cast<std::size_t>(std::ranges::size(range()));
+    if constexpr (Access::kSized) {
+      return static_cast<std::size_t>(Access::size(range()));
     } else {
       return std::nullopt;
     }
@@ -134,18 +142,19 @@ class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>>
   }
 
   void start() {
-    it_.emplace(std::ranges::begin(range()));
+    it_.emplace(Access::begin(range()));
     position_ = 0;
     iterated_ = true;
   }
 
   void advance(std::size_t count) {
-    if constexpr (std::ranges::random_access_range<Viewed>) {
-      *it_ += static_cast<std::ptrdiff_t>(count);
+    if constexpr (Access::kRandomAccess) {
+      Access::advance(*it_, count);
     } else {
-      const auto last = std::ranges::end(range());
+      const auto last = Access::end(range());
       for (std::size_t i = 0; i < count; ++i) {
-        if (*it_ == last) DPIPE_THROW(StateError, "{}: saved position {} is beyond the range's end", this->label(), count);
+        if (*it_ == last)
+          DPIPE_THROW(StateError, "{}: saved position {} is beyond the range's end", this->label(), count);
         ++*it_;
       }
     }
@@ -160,7 +169,7 @@ class IterableWrapper final : public IterDataPipe<std::ranges::range_value_t<R>>
 
 /// A source over `range` (see IterableWrapper).
 template <source_range R>
-[[nodiscard]] IterPipe<std::ranges::range_value_t<R>> from(R&& range) {
+[[nodiscard]] IterPipe<range_element_t<R>> from(R&& range) {
   return make_iter<IterableWrapper<std::remove_cvref_t<R>>>(std::forward<R>(range));
 }
 

@@ -14,12 +14,13 @@
 
 namespace dpipe::iter {
 
-
 template <class T>
 class Header final : public IterDataPipe<T> {
  public:
+  static constexpr std::string_view kName = "header";
+
   Header(const IterPipe<T>& source, std::size_t limit)
-      : IterDataPipe<T>("header"), source_(source.ptr()), limit_(limit) {}
+      : IterDataPipe<T>(std::string(kName)), source_(source.ptr()), limit_(limit) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Header>(*this); }
@@ -30,7 +31,8 @@ class Header final : public IterDataPipe<T> {
   }
   void load_state(StateReader& reader) override {
     count_ = reader.read<std::uint64_t>();
-    if (count_ > limit_) DPIPE_THROW(StateError, "{}: saved count {} exceeds the limit {}", this->label(), count_, limit_);
+    if (count_ > limit_)
+      DPIPE_THROW(StateError, "{}: saved count {} exceeds the limit {}", this->label(), count_, limit_);
   }
 
  protected:
@@ -42,8 +44,10 @@ class Header final : public IterDataPipe<T> {
   std::optional<T> next_impl() override {
     if (count_ >= limit_) return std::nullopt;
     auto element = source_.next();
-    if (element) ++count_;
-    else count_ = limit_;  // the source ended: stay ended
+    if (element)
+      ++count_;
+    else
+      count_ = limit_;  // the source ended: stay ended
     return element;
   }
 

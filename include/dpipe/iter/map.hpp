@@ -18,8 +18,10 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
   using U = map_result_t<F, T>;
 
  public:
+  static constexpr std::string_view kName = "map";
+
   Mapper(const IterPipe<T>& source, F fn)
-      : IterDataPipe<U>("map"), source_(source.ptr()), fn_(std::move(fn)) {}
+      : IterDataPipe<U>(std::string(kName)), source_(source.ptr()), fn_(std::move(fn)) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Mapper>(*this); }
@@ -34,12 +36,27 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
   }
 
   std::size_t pull_impl(std::vector<U>& out, std::size_t n) override {
-    staging_.clear();
-    const std::size_t produced = source_.pull(staging_, n);
-    out.reserve(out.size() + produced);
-    for (auto& element : staging_) out.push_back(fn_(std::move(element)));
-    staging_.clear();
-    return produced;
+    if constexpr (std::same_as<T, U>) {
+      // Transforms in place what the source appended to `out`.
+      const std::size_t first = out.size();
+      const std::size_t produced = source_.pull(out, n);
+      T* const data = out.data();
+      std::size_t i = first;
+      try {
+        for (; i < first + produced; ++i) data[i] = fn_(std::move(data[i]));
+      } catch (...) {
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(i), out.end());  // keep only mapped elements
+        throw;
+      }
+      return produced;
+    } else {
+      staging_.clear();
+      const std::size_t produced = source_.pull(staging_, n);
+      out.reserve(out.size() + produced);
+      for (auto& element : staging_) out.push_back(fn_(std::move(element)));
+      staging_.clear();
+      return produced;
+    }
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override { return source_.length(); }
@@ -47,7 +64,7 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
  private:
   Input<T> source_;
   F fn_;
-  std::vector<T> staging_;  // reused between pulls; empty between calls
+  std::vector<T> staging_;  // reused between pulls when T and U differ; empty between calls
 };
 
 }  // namespace dpipe::iter

@@ -11,15 +11,16 @@
 
 #include <dpipe/core/input.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
+#include <dpipe/core/pending.hpp>
 
 namespace dpipe::iter {
-
 
 template <class T>
 class Multiplexer final : public IterDataPipe<T> {
  public:
-  explicit Multiplexer(std::vector<IterPipe<T>> sources) : IterDataPipe<T>("mux") {
+  static constexpr std::string_view kName = "mux";
+
+  explicit Multiplexer(std::vector<IterPipe<T>> sources) : IterDataPipe<T>(std::string(kName)) {
     for (const auto& source : sources) sources_.emplace_back(source.ptr());
   }
 
@@ -30,26 +31,24 @@ class Multiplexer final : public IterDataPipe<T> {
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write(ended_);
-    detail::write_elements<T>(writer, *this, std::ranges::subrange(round_.begin() + static_cast<std::ptrdiff_t>(next_), round_.end()));
+    round_.save(writer, *this);
     return true;
   }
   void load_state(StateReader& reader) override {
     ended_ = reader.read<bool>();
-    round_ = detail::read_elements<T>(reader, *this);
-    next_ = 0;
+    round_.load(reader, *this);
   }
 
  protected:
   void reset_impl() override {
     round_.clear();
-    next_ = 0;
     ended_ = false;
     IterDataPipe<T>::reset_impl();
   }
 
   std::optional<T> next_impl() override {
-    if (next_ == round_.size() && !collect_round()) return std::nullopt;
-    return std::optional<T>(std::in_place, std::move(round_[next_++]));
+    if (round_.empty() && !collect_round()) return std::nullopt;
+    return round_.take();
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override {
@@ -64,8 +63,7 @@ class Multiplexer final : public IterDataPipe<T> {
 
  private:
   bool collect_round() {
-    round_.clear();
-    next_ = 0;
+    auto& round = round_.refill();
     if (ended_ || sources_.empty()) return false;
     for (auto& source : sources_) {
       auto element = source.next();
@@ -74,14 +72,13 @@ class Multiplexer final : public IterDataPipe<T> {
         ended_ = true;
         return false;
       }
-      round_.push_back(std::move(*element));
+      round.push_back(std::move(*element));
     }
     return true;
   }
 
   std::vector<Input<T>> sources_;
-  std::vector<T> round_;
-  std::size_t next_ = 0;
+  detail::Pending<T> round_;  // the current round's elements not yet yielded
   bool ended_ = false;
 };
 
@@ -91,10 +88,8 @@ namespace dpipe {
 
 template <class T>
 template <class... Ps>
-  requires(std::same_as<Ps, IterPipe<T>> && ...)
-IterPipe<T> IterPipe<T>::mux(const Ps&... others) const {
-  return make_iter<iter::Multiplexer<T>>(std::vector<IterPipe<T>>{*this, others...});
-}
+requires(std::same_as<Ps, IterPipe<T>>&&...) IterPipe<T> IterPipe<T>::mux(const Ps&... others)
+const { return make_iter<iter::Multiplexer<T>>(std::vector<IterPipe<T>>{*this, others...}); }
 
 }  // namespace dpipe
 

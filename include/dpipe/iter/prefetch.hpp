@@ -30,8 +30,10 @@ namespace dpipe::iter {
 template <class T>
 class Prefetcher final : public IterDataPipe<T> {
  public:
+  static constexpr std::string_view kName = "prefetch";
+
   Prefetcher(const IterPipe<T>& source, std::size_t buffer_size)
-      : IterDataPipe<T>("prefetch"), source_(source.ptr()), buffer_size_(buffer_size) {
+      : IterDataPipe<T>(std::string(kName)), source_(source.ptr()), buffer_size_(buffer_size) {
     if (buffer_size == 0) DPIPE_THROW(InvalidArgument, "'buffer_size' is required to be a positive integer.");
   }
 
@@ -56,13 +58,18 @@ class Prefetcher final : public IterDataPipe<T> {
     std::vector<const T*> values;
     bool ended = false;
     for (const auto& item : stash_) {
-      if (item.error) DPIPE_THROW(StateError, "{} holds a pending exception; a failed pipeline cannot be checkpointed", this->label());
-      if (item.value) values.push_back(&*item.value);
-      else ended = true;
+      if (item.error)
+        DPIPE_THROW(StateError, "{} holds a pending exception; a failed pipeline cannot be checkpointed",
+                    this->label());
+      if (item.value)
+        values.push_back(&*item.value);
+      else
+        ended = true;
     }
     writer.write(finished_);
     writer.write(ended);
-    detail::write_elements<T>(writer, *this, std::views::transform(values, [](const T* value) -> const T& { return *value; }));
+    detail::write_elements<T>(writer, *this,
+                              std::views::transform(values, [](const T* value) -> const T& { return *value; }));
     return true;
   }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/compact.hpp>
 #include <dpipe/core/input.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -44,8 +45,10 @@ namespace iter {
 template <class T>
 class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
  public:
+  static constexpr std::string_view kName = "sharding_filter";
+
   ShardingFilter(const IterPipe<T>& source, std::optional<ShardingPriority> group_filter)
-      : IterDataPipe<T>("sharding_filter"), source_(source.ptr()), settings_(group_filter) {}
+      : IterDataPipe<T>(std::string(kName)), source_(source.ptr()), settings_(group_filter) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<ShardingFilter>(*this); }
@@ -87,16 +90,11 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
       // Up to the index of the last element still wanted, so nothing is read ahead.
       const std::size_t offset = (settings_.instance_id() + instances - index_ % instances) % instances;
       const std::size_t wanted = offset + (n - produced - 1) * instances + 1;
-      staging_.clear();
-      const std::size_t got = source_.pull(staging_, wanted);
-      for (std::size_t i = offset; i < got; i += instances) {
-        out.push_back(std::move(staging_[i]));
-        ++produced;
-      }
-      index_ += got;
+      const std::size_t start = out.size();
+      const std::size_t got = source_.pull(out, wanted);
+      produced += detail::compact(out, start, [this](const T&) { return keeps(index_++); });
       if (got < wanted) break;
     }
-    staging_.clear();
     return produced;
   }
 
@@ -115,7 +113,6 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
   Input<T> source_;
   detail::ShardingSettings settings_;
   std::size_t index_ = 0;
-  std::vector<T> staging_;
 };
 
 /// An identity that marks the end of a branch to run once, in MultiProcessingReadingService's
@@ -123,8 +120,10 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
 template <class T>
 class ShardingRoundRobinDispatcher final : public IterDataPipe<T>, public dpipe::detail::RoundRobinDispatchTag {
  public:
+  static constexpr std::string_view kName = "sharding_round_robin_dispatch";
+
   ShardingRoundRobinDispatcher(const IterPipe<T>& source, ShardingPriority group)
-      : IterDataPipe<T>("sharding_round_robin_dispatch"), source_(source.ptr()) {
+      : IterDataPipe<T>(std::string(kName)), source_(source.ptr()) {
     if (group != ShardingPriority::kMultiprocessing) {
       DPIPE_THROW(NotSupportedError,
                   "`sharding_round_robin_dispatch` currently only supports "

@@ -19,12 +19,13 @@
 
 namespace dpipe::iter {
 
-
 template <class T>
 class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
  public:
+  static constexpr std::string_view kName = "shuffle";
+
   Shuffler(const IterPipe<T>& source, std::size_t buffer_size)
-      : IterDataPipe<T>("shuffle"), source_(source.ptr()), buffer_size_(buffer_size) {
+      : IterDataPipe<T>(std::string(kName)), source_(source.ptr()), buffer_size_(buffer_size) {
     if (buffer_size == 0) DPIPE_THROW(InvalidArgument, "buffer_size should be larger than 0");
   }
 
@@ -53,7 +54,8 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
     rng_ = reader.read<PythonRandom>();
     buffer_ = detail::read_elements<T>(reader, *this);
     if (buffer_.size() > buffer_size_) {
-      DPIPE_THROW(StateError, "{}: the saved buffer holds {} elements, more than buffer_size {}", this->label(), buffer_.size(), buffer_size_);
+      DPIPE_THROW(StateError, "{}: the saved buffer holds {} elements, more than buffer_size {}", this->label(),
+                  buffer_.size(), buffer_size_);
     }
   }
 

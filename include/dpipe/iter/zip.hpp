@@ -20,8 +20,10 @@ class Zipper final : public IterDataPipe<std::tuple<Ts...>> {
   using Tuple = std::tuple<Ts...>;
 
  public:
+  static constexpr std::string_view kName = "zip";
+
   explicit Zipper(const IterPipe<Ts>&... sources)
-      : IterDataPipe<Tuple>("zip"), sources_(Input<Ts>(sources.ptr())...) {}
+      : IterDataPipe<Tuple>(std::string(kName)), sources_(Input<Ts>(sources.ptr())...) {}
 
   void for_each_input(const InputVisitor& visit) override {
     std::apply([&](auto&... input) { (visit(input), ...); }, sources_);
@@ -43,20 +45,27 @@ class Zipper final : public IterDataPipe<std::tuple<Ts...>> {
   std::optional<Tuple> next_impl() override {
     if (ended_) return std::nullopt;
     // Braced initialization evaluates left to right.
-    auto elements = std::apply([this](auto&... input) { return std::tuple<std::optional<Ts>...>{next_in_order(input)...}; }, sources_);
+    auto elements = std::apply(
+        [this](auto&... input) { return std::tuple<std::optional<Ts>...>{next_in_order(input)...}; }, sources_);
     return finish(elements, std::index_sequence_for<Ts...>{});
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override {
     std::optional<std::size_t> shortest;
     bool known = true;
-    std::apply([&](const auto&... input) {
-      ([&] {
-        const auto length = input.length();
-        if (!length) known = false;
-        else if (!shortest || *length < *shortest) shortest = length;
-      }(), ...);
-    }, sources_);
+    std::apply(
+        [&](const auto&... input) {
+          (
+              [&] {
+                const auto length = input.length();
+                if (!length)
+                  known = false;
+                else if (!shortest || *length < *shortest)
+                  shortest = length;
+              }(),
+              ...);
+        },
+        sources_);
     return known ? shortest : std::nullopt;
   }
 

@@ -20,16 +20,19 @@ namespace dpipe::map {
 /// Random-access ranges map::from accepts.
 template <class R>
 concept sequence = std::ranges::random_access_range<const R> && std::ranges::sized_range<const R> &&
-                   element<std::ranges::range_value_t<R>>;
+    element<std::ranges::range_value_t<R>>;
 
 template <sequence R>
 class SequenceWrapper final : public MapDataPipe<std::size_t, std::ranges::range_value_t<R>> {
   using V = std::ranges::range_value_t<R>;
 
  public:
+  static constexpr std::string_view kName = "from";
+
   template <class Arg>
   explicit SequenceWrapper(Arg&& sequence)
-      : MapDataPipe<std::size_t, V>("from"), sequence_(std::make_shared<const R>(std::forward<Arg>(sequence))) {}
+      : MapDataPipe<std::size_t, V>(std::string(kName)),
+        sequence_(std::make_shared<const R>(std::forward<Arg>(sequence))) {}
 
   void for_each_input(const InputVisitor& /*visit*/) override {}
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<SequenceWrapper>(*this); }
@@ -40,7 +43,9 @@ class SequenceWrapper final : public MapDataPipe<std::size_t, std::ranges::range
     if (key >= size) DPIPE_THROW(KeyError, "{}: index {} is out of range for {} elements", this->label(), key, size);
     return std::ranges::begin(*sequence_)[static_cast<std::ptrdiff_t>(key)];
   }
-  [[nodiscard]] std::size_t size_impl() const override { return static_cast<std::size_t>(std::ranges::size(*sequence_)); }
+  [[nodiscard]] std::size_t size_impl() const override {
+    return static_cast<std::size_t>(std::ranges::size(*sequence_));
+  }
 
  private:
   std::shared_ptr<const R> sequence_;

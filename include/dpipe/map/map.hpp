@@ -15,8 +15,10 @@ class Mapper final : public MapDataPipe<K, map_result_t<F, V>> {
   using U = map_result_t<F, V>;
 
  public:
+  static constexpr std::string_view kName = "map";
+
   Mapper(const MapPipe<K, V>& source, F fn)
-      : MapDataPipe<K, U>("map"), source_(source.ptr()), fn_(std::move(fn)) {}
+      : MapDataPipe<K, U>(std::string(kName)), source_(source.ptr()), fn_(std::move(fn)) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Mapper>(*this); }

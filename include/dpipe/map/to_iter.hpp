@@ -17,8 +17,10 @@ namespace dpipe::map {
 template <class K, class V>
 class MapToIterConverter final : public IterDataPipe<V> {
  public:
+  static constexpr std::string_view kName = "to_iter";
+
   MapToIterConverter(const MapPipe<K, V>& source, std::optional<std::vector<K>> keys)
-      : IterDataPipe<V>("to_iter"), source_(source.ptr()), keys_(std::move(keys)) {}
+      : IterDataPipe<V>(std::string(kName)), source_(source.ptr()), keys_(std::move(keys)) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<MapToIterConverter>(*this); }
@@ -29,7 +31,8 @@ class MapToIterConverter final : public IterDataPipe<V> {
   }
   void load_state(StateReader& reader) override {
     position_ = reader.read<std::uint64_t>();
-    if (position_ > keys().size()) DPIPE_THROW(StateError, "{}: saved position {} is beyond {} keys", this->label(), position_, keys().size());
+    if (position_ > keys().size())
+      DPIPE_THROW(StateError, "{}: saved position {} is beyond {} keys", this->label(), position_, keys().size());
   }
 
  protected:

@@ -36,8 +36,7 @@ class SeedGenerator {
   DPIPE_FIELDS(shared_, worker_)
 
  private:
-  SeedGenerator(PhiloxEngine shared, PhiloxEngine worker)
-      : shared_(std::move(shared)), worker_(std::move(worker)) {}
+  SeedGenerator(PhiloxEngine shared, PhiloxEngine worker) : shared_(std::move(shared)), worker_(std::move(worker)) {}
 
   PhiloxEngine shared_;
   PhiloxEngine worker_;

@@ -60,8 +60,10 @@ class ByteWriter {
 
   /// Appends `size` raw bytes.
   void write_bytes(const void* data, std::size_t size) {
-    const auto* bytes = static_cast<const std::byte*>(data);
-    out_->insert(out_->end(), bytes, bytes + size);
+    if (size == 0) return;
+    const std::size_t offset = out_->size();
+    out_->resize(offset + size);
+    std::memcpy(out_->data() + offset, data, size);
   }
 
   /// Appends the encoding of `value`.
@@ -88,9 +90,7 @@ class ByteReader {
   explicit ByteReader(std::span<const std::byte> data) noexcept : data_(data) {}
 
   /// Copies the next `size` bytes to `out`.
-  void read_bytes(void* out, std::size_t size) {
-    std::memcpy(out, take(size).data(), size);
-  }
+  void read_bytes(void* out, std::size_t size) { std::memcpy(out, take(size).data(), size); }
 
   /// Returns a view of the next `size` bytes and skips them.
   std::span<const std::byte> take(std::size_t size) {
@@ -172,8 +172,7 @@ void read_into(ByteReader& reader, Refs refs, std::index_sequence<I...>) {
 // --- scalars ---------------------------------------------------------------------------------
 
 template <class T>
-  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
-struct Serializer<T> {
+requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) struct Serializer<T> {
   static constexpr std::size_t kMinSize = sizeof(T);
   static void write(ByteWriter& writer, T value) { writer.write_bytes(&value, sizeof(T)); }
   static T read(ByteReader& reader) {
@@ -195,7 +194,7 @@ struct Serializer<bool> {
 };
 
 template <class T>
-  requires std::is_enum_v<T>
+requires std::is_enum_v<T>
 struct Serializer<T> {
   using Underlying = std::underlying_type_t<T>;
   static constexpr std::size_t kMinSize = sizeof(Underlying);
@@ -262,9 +261,7 @@ struct Serializer<std::array<T, N>> {
   static void write(ByteWriter& writer, const std::array<T, N>& value) {
     for (const auto& element : value) writer.write(element);
   }
-  static std::array<T, N> read(ByteReader& reader) {
-    return read_all(reader, std::make_index_sequence<N>{});
-  }
+  static std::array<T, N> read(ByteReader& reader) { return read_all(reader, std::make_index_sequence<N>{}); }
 
  private:
   template <std::size_t... I>
@@ -322,16 +319,14 @@ struct Serializer<std::variant<Ts...>> {
   static std::variant<Ts...> read(ByteReader& reader) {
     const auto index = reader.read<std::uint32_t>();
     if (index >= sizeof...(Ts)) {
-      DPIPE_THROW(SerializationError, "corrupt input: variant index {} of {} alternatives", index,
-                  sizeof...(Ts));
+      DPIPE_THROW(SerializationError, "corrupt input: variant index {} of {} alternatives", index, sizeof...(Ts));
     }
     return read_alternative(reader, index, std::index_sequence_for<Ts...>{});
   }
 
  private:
   template <std::size_t... I>
-  static std::variant<Ts...> read_alternative(ByteReader& reader, std::uint32_t index,
-                                              std::index_sequence<I...>) {
+  static std::variant<Ts...> read_alternative(ByteReader& reader, std::uint32_t index, std::index_sequence<I...>) {
     using Reader = std::variant<Ts...> (*)(ByteReader&);
     static constexpr Reader kReaders[] = {[](ByteReader& r) {
       return std::variant<Ts...>(std::in_place_index<I>, r.read<std::variant_alternative_t<I, std::variant<Ts...>>>());
@@ -369,14 +364,13 @@ struct Serializer<std::unordered_map<K, V, Hash, Eq, Alloc>>
     : detail::AssociativeSerializer<std::unordered_map<K, V, Hash, Eq, Alloc>, std::pair<K, V>> {};
 
 template <serializable K, class Compare, class Alloc>
-struct Serializer<std::set<K, Compare, Alloc>>
-    : detail::AssociativeSerializer<std::set<K, Compare, Alloc>, K> {};
+struct Serializer<std::set<K, Compare, Alloc>> : detail::AssociativeSerializer<std::set<K, Compare, Alloc>, K> {};
 
 // --- user types --------------------------------------------------------------------------------
 
 /// Types that declare DPIPE_FIELDS(...): encoded as the tuple of their fields, in order.
 template <detail::has_dpipe_fields T>
-  requires std::is_default_constructible_v<T>
+requires std::is_default_constructible_v<T>
 struct Serializer<T> {
   static void write(ByteWriter& writer, const T& value) {
     const auto fields = value.dpipe_fields();
@@ -392,9 +386,8 @@ struct Serializer<T> {
 
 /// Any other trivially copyable type: its object representation, byte for byte.
 template <class T>
-  requires(std::is_trivially_copyable_v<T> && std::is_class_v<T> && !detail::has_dpipe_fields<T> &&
-           !detail::is_std_serialized<T>::value)
-struct Serializer<T> {
+requires(std::is_trivially_copyable_v<T>&& std::is_class_v<T> && !detail::has_dpipe_fields<T> &&
+         !detail::is_std_serialized<T>::value) struct Serializer<T> {
   static constexpr std::size_t kMinSize = sizeof(T);
   static void write(ByteWriter& writer, const T& value) { writer.write_bytes(&value, sizeof(T)); }
   static T read(ByteReader& reader) {
@@ -427,6 +420,6 @@ T from_bytes(std::span<const std::byte> bytes) {
 
 /// Declares the fields of a user type for dpipe::Serializer, inside the type's definition:
 /// `DPIPE_FIELDS(path, pixels, label)`. The type must be default-constructible.
-#define DPIPE_FIELDS(...)                                                        \
-  auto dpipe_fields() { return std::tie(__VA_ARGS__); }                          \
+#define DPIPE_FIELDS(...)                               \
+  auto dpipe_fields() { return std::tie(__VA_ARGS__); } \
   auto dpipe_fields() const { return std::tie(__VA_ARGS__); }

@@ -81,8 +81,12 @@ class ChildInput final : public InputSlot {
 template <class E, class Container>
 class ChildPipe final : public IterDataPipe<E> {
  public:
+  /// A child is named after its container: "fork_child", "demux_child", ...
+  static constexpr std::string_view kNameSuffix = "_child";
+
   ChildPipe(std::shared_ptr<Container> container, std::size_t child)
-      : IterDataPipe<E>(std::string(container->name()) + "_child"), container_(std::move(container), child) {}
+      : IterDataPipe<E>(std::string(container->name()) + std::string(kNameSuffix)),
+        container_(std::move(container), child) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(container_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<ChildPipe>(*this); }

@@ -1,0 +1,56 @@
+# The README's two commands, and what CI runs.
+#   make demo       install what is missing, build (release) and run the main example
+#   make test       install what is missing, build and run the whole test suite
+#   make test-asan  the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-tsan  the concurrency tests under ThreadSanitizer
+#   make bench      build the benchmarks (release) and run them
+# Each target installs missing Debian packages with apt-get (through sudo when not root).
+
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libconcurrentqueue-dev
+CMAKE_COMMON := -DDPIPE_WERROR=ON
+
+.PHONY: deps demo test test-asan test-tsan bench clean
+
+deps:
+	@missing=""; \
+	for package in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "ok installed" || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "dpipe: installing$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+demo: deps
+	cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DDPIPE_BUILD_TESTS=OFF -DDPIPE_BUILD_EXAMPLES=ON $(CMAKE_COMMON)
+	cmake --build build/release -j$(JOBS) --target dpipe_demo
+	./build/release/examples/dpipe_demo
+
+test: deps
+	cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_COMMON)
+	cmake --build build/test -j$(JOBS)
+	ctest --test-dir build/test --output-on-failure -j$(JOBS)
+
+test-asan: deps
+	cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPIPE_SANITIZE=address,undefined $(CMAKE_COMMON)
+	cmake --build build/asan -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir build/asan --output-on-failure -j$(JOBS)
+
+test-tsan: deps
+	cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPIPE_SANITIZE=thread -DDPIPE_BUILD_EXAMPLES=OFF $(CMAKE_COMMON)
+	cmake --build build/tsan -j$(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j$(JOBS)
+
+bench: deps
+	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDPIPE_BUILD_TESTS=OFF -DDPIPE_BUILD_EXAMPLES=OFF \
+	  -DDPIPE_BUILD_BENCHMARKS=ON $(CMAKE_COMMON)
+	cmake --build build/bench -j$(JOBS)
+	for benchmark in build/bench/benchmarks/dpipe_bench_*; do "$$benchmark" || exit 1; done
+
+clean:
+	rm -rf build

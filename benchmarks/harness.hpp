@@ -1,0 +1,40 @@
+#pragma once
+// A tiny benchmark harness: runs a workload several times and reports the best rate, so that
+// each workload prints one line next to its baseline measured in the same run.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+namespace dpipe::bench {
+
+/// Keeps `value` alive so the optimizer cannot drop the work that produced it.
+template <class T>
+void keep(const T& value) {
+  asm volatile("" : : "r,m"(value) : "memory");
+}
+
+/// The best of `repeats` runs of `work`, in seconds. `work` returns the number of elements it
+/// processed, which must be the same each run.
+inline double best_seconds(int repeats, const std::function<std::uint64_t()>& work, std::uint64_t& elements) {
+  double best = 1e300;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    elements = work();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    best = std::min(best, took.count());
+  }
+  return best;
+}
+
+/// Prints "name: rate M elements/s" lines and returns the rate in elements per second.
+inline double report(const std::string& name, double seconds, std::uint64_t elements) {
+  const double rate = static_cast<double>(elements) / seconds;
+  std::printf("  %-44s %10.2f M elements/s  (%.3f s)\n", name.c_str(), rate / 1e6, seconds);
+  return rate;
+}
+
+}  // namespace dpipe::bench

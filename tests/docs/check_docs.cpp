@@ -1,0 +1,125 @@
+// Keeps the documentation true to the code:
+//  1. every ```cpp block in README.md and docs/*.md is a snippet of a compiled example, marked
+//     `<!-- snippet: examples/file.cpp#name -->`, and matches the lines between the two
+//     `// [name]` markers in that file exactly;
+//  2. docs/nodes.md has a table row for every node name declared in include/dpipe
+//     (`static constexpr std::string_view kName = "..."`).
+// Usage: check_docs <source-dir>. Prints each problem; exits 1 if there is any.
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+/// The lines between the two `// [name]` markers of `file`.
+std::vector<std::string> region(const fs::path& file, const std::string& name, std::string& error) {
+  const auto lines = read_lines(file);
+  std::vector<std::string> body;
+  int markers = 0;
+  for (const auto& line : lines) {
+    if (trim(line) == "// [" + name + "]") {
+      if (++markers == 2) return body;
+      continue;
+    }
+    if (markers == 1) body.push_back(line);
+  }
+  error = markers == 0 ? "no marker // [" + name + "]" : "only one marker // [" + name + "]";
+  return {};
+}
+
+int check_snippets(const fs::path& root, std::vector<std::string>& problems) {
+  std::vector<fs::path> documents{root / "README.md"};
+  for (const auto& entry : fs::directory_iterator(root / "docs")) {
+    if (entry.path().extension() == ".md") documents.push_back(entry.path());
+  }
+  const std::regex marker(R"(<!-- snippet: ([^#]+)#([A-Za-z0-9_]+) -->)");
+  int checked = 0;
+  for (const auto& document : documents) {
+    const auto lines = read_lines(document);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i] != "```cpp") continue;
+      const auto where = document.filename().string() + ":" + std::to_string(i + 1);
+      std::smatch match;
+      if (i == 0 || !std::regex_match(lines[i - 1], match, marker)) {
+        problems.push_back(where + ": a ```cpp block without a <!-- snippet: file#name --> line before it");
+        continue;
+      }
+      std::vector<std::string> block;
+      std::size_t end = i + 1;
+      for (; end < lines.size() && lines[end] != "```"; ++end) block.push_back(lines[end]);
+      std::string error;
+      const auto expected = region(root / match[1].str(), match[2].str(), error);
+      if (!error.empty()) {
+        problems.push_back(where + ": " + match[1].str() + ": " + error);
+      } else if (block != expected) {
+        problems.push_back(where + ": the block differs from " + match[1].str() + "#" + match[2].str());
+      }
+      ++checked;
+      i = end;
+    }
+  }
+  return checked;
+}
+
+void check_node_table(const fs::path& root, std::vector<std::string>& problems) {
+  std::set<std::string> names;
+  const std::regex declaration(R"re(static constexpr std::string_view k\w*Name = "([a-z_]+)")re");
+  for (const auto& entry : fs::recursive_directory_iterator(root / "include" / "dpipe")) {
+    if (entry.path().extension() != ".hpp") continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (std::sregex_iterator it(text.begin(), text.end(), declaration), last; it != last; ++it) {
+      names.insert((*it)[1].str());
+    }
+  }
+  std::set<std::string> rows;
+  const std::regex row(R"(^\| `([a-z_]+)` \|)");
+  for (const auto& line : read_lines(root / "docs" / "nodes.md")) {
+    std::smatch match;
+    if (std::regex_search(line, match, row)) rows.insert(match[1].str());
+  }
+  for (const auto& name : names) {
+    if (!rows.contains(name)) problems.push_back("docs/nodes.md: no table row for node `" + name + "`");
+  }
+  for (const auto& name : rows) {
+    if (!names.contains(name)) problems.push_back("docs/nodes.md: row for `" + name + "`, which no node declares");
+  }
+  if (names.empty()) problems.push_back("no node names found under include/dpipe");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: check_docs <source-dir>\n";
+    return 2;
+  }
+  const fs::path root = argv[1];
+  std::vector<std::string> problems;
+  const int snippets = check_snippets(root, problems);
+  check_node_table(root, problems);
+  for (const auto& problem : problems) std::cout << problem << "\n";
+  std::cout << "docs checked: " << snippets << " snippets, " << problems.size() << " problems\n";
+  return problems.empty() ? 0 : 1;
+}
