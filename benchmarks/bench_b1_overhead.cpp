@@ -69,23 +69,29 @@ template <class Source>
 bool compare(const char* label, const Source& source) {
   std::uint64_t expected = 0;
   std::uint64_t elements = 0;
-  const double hand = dpipe::bench::best_seconds(kRepeats, [&] {
-    expected = hand_written(source);
-    return static_cast<std::uint64_t>(kCount);
-  }, elements);
+  const double hand = dpipe::bench::best_seconds(
+      kRepeats,
+      [&] {
+        expected = hand_written(source);
+        return static_cast<std::uint64_t>(kCount);
+      },
+      elements);
 
   const auto pipeline = dpipe::iter::from(source)
                             .map([](std::int64_t x) { return x + 1; })
                             .filter([](std::int64_t x) { return x % 2 == 0; })
                             .batch(kBatch);
   std::uint64_t got = 0;
-  const double piped = dpipe::bench::best_seconds(kRepeats, [&] {
-    Consumer consume;
-    for (auto& batch : pipeline) consume(batch);
-    dpipe::bench::keep(consume.batches);
-    got = consume.sum;
-    return static_cast<std::uint64_t>(kCount);
-  }, elements);
+  const double piped = dpipe::bench::best_seconds(
+      kRepeats,
+      [&] {
+        Consumer consume;
+        for (auto& batch : pipeline) consume(batch);
+        dpipe::bench::keep(consume.batches);
+        got = consume.sum;
+        return static_cast<std::uint64_t>(kCount);
+      },
+      elements);
 
   std::printf("B1 overhead, source %s: 10M int64 -> map(x+1) -> filter(even) -> batch(64), in process\n", label);
   const double hand_rate = dpipe::bench::report("hand-written loop", hand, elements);
@@ -100,7 +106,7 @@ bool compare(const char* label, const Source& source) {
 int main() {
   std::vector<std::int64_t> values(static_cast<std::size_t>(kCount));
   for (std::int64_t i = 0; i < kCount; ++i) values[static_cast<std::size_t>(i)] = i;
-  const bool ok = compare("range-v3 iota view", ranges::views::iota(std::int64_t{0}, kCount)) &&
-                  compare("std::vector", values);
+  const bool ok =
+      compare("range-v3 iota view", ranges::views::iota(std::int64_t{0}, kCount)) && compare("std::vector", values);
   return ok ? 0 : 1;
 }

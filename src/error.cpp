@@ -1,6 +1,10 @@
-// Type-name tidying and the stale-iterator error.
+// Type names, exception descriptions, and errors shared by nodes.
 
+#include <cstdlib>
+#include <cxxabi.h>
+#include <memory>
 #include <string>
+#include <typeinfo>
 
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/error.hpp>
@@ -33,6 +37,33 @@ std::string tidy_type_name(std::string_view raw) {
     }
   }
   return name;
+}
+
+std::string demangle(const char* mangled) {
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                        std::free);
+  return tidy_type_name(status == 0 && readable ? readable.get() : mangled);
+}
+
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& exception) {
+    return demangle(typeid(exception).name()) + ": " + exception.what();
+  } catch (...) {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    return type != nullptr ? demangle(type->name()) : std::string("an unknown exception");
+  }
+}
+
+void throw_element_error(const DataPipe& node, std::uint64_t index, std::exception_ptr error) {
+  const std::string message = fmt::format("{}: fn threw on element {}: {}", node.label(), index, describe(error));
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    std::throw_with_nested(ElementError(message));
+  }
 }
 
 void throw_stale_iterator(const DataPipe& node) {

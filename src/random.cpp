@@ -1,5 +1,7 @@
 // PhiloxEngine, SeedGenerator and PythonRandom: the non-template parts of dpipe/random/.
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <random>
 
@@ -185,6 +187,25 @@ std::uint64_t PythonRandom::randbelow(std::uint64_t n) {
   std::uint64_t r = getrandbits(bits);
   while (r >= n) r = getrandbits(bits);
   return r;
+}
+
+double PythonRandom::random() {
+  const std::uint32_t high = next_uint32() >> 5;
+  const std::uint32_t low = next_uint32() >> 6;
+  return (static_cast<double>(high) * 67108864.0 + static_cast<double>(low)) * (1.0 / 9007199254740992.0);
+}
+
+std::size_t PythonRandom::choose_index(const std::vector<double>& weights) {
+  if (weights.empty()) DPIPE_THROW(InvalidArgument, "choices needs at least one weight");
+  std::vector<double> cumulative(weights.size());
+  double running = 0.0;
+  for (std::size_t i = 0; i < weights.size(); ++i) cumulative[i] = running += weights[i];
+  const double total = cumulative.back();
+  if (!(total > 0.0)) DPIPE_THROW(InvalidArgument, "Total of weights must be greater than zero");
+  if (!std::isfinite(total)) DPIPE_THROW(InvalidArgument, "Total of weights must be finite");
+  // bisect_right(cumulative, random() * total, 0, n - 1)
+  const auto last = cumulative.end() - 1;
+  return static_cast<std::size_t>(std::upper_bound(cumulative.begin(), last, random() * total) - cumulative.begin());
 }
 
 std::int64_t PythonRandom::randint(std::int64_t low, std::int64_t high) {

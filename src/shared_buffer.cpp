@@ -48,10 +48,4 @@ void SharedBuffer::load_generations(StateReader& reader) {
   for (auto& child : child_generation_) child = reader.read<bool>() ? generation_ : 0;
 }
 
-void require_instances(std::size_t num_instances) {
-  if (num_instances < 1) {
-    DPIPE_THROW(InvalidArgument, "Expected `num_instances` larger than 0, but {} is found", num_instances);
-  }
-}
-
 }  // namespace dpipe::detail

@@ -6,15 +6,22 @@
 #define DPIPE_VERSION_MINOR 1
 #define DPIPE_VERSION_PATCH 0
 
+#include <dpipe/core/checks.hpp>
+#include <dpipe/core/collate.hpp>
+#include <dpipe/core/compact.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/functional.hpp>
 #include <dpipe/core/input.hpp>
+#include <dpipe/core/input_list.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/map_datapipe.hpp>
 #include <dpipe/core/map_pipe.hpp>
+#include <dpipe/core/pending.hpp>
+#include <dpipe/core/range_access.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/core/type_name.hpp>
 #include <dpipe/graph/dispatch.hpp>
@@ -23,6 +30,7 @@
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/graph/state.hpp>
 #include <dpipe/iter/batch.hpp>
+#include <dpipe/iter/bucketbatch.hpp>
 #include <dpipe/iter/concat.hpp>
 #include <dpipe/iter/cycle.hpp>
 #include <dpipe/iter/demux.hpp>
@@ -31,16 +39,32 @@
 #include <dpipe/iter/flatmap.hpp>
 #include <dpipe/iter/fork.hpp>
 #include <dpipe/iter/from.hpp>
+#include <dpipe/iter/fullsync.hpp>
+#include <dpipe/iter/groupby.hpp>
 #include <dpipe/iter/header.hpp>
+#include <dpipe/iter/in_batch_shuffle.hpp>
+#include <dpipe/iter/in_memory_cache.hpp>
 #include <dpipe/iter/map.hpp>
+#include <dpipe/iter/map_batches.hpp>
 #include <dpipe/iter/mux.hpp>
+#include <dpipe/iter/mux_longest.hpp>
 #include <dpipe/iter/prefetch.hpp>
+#include <dpipe/iter/random_split.hpp>
+#include <dpipe/iter/repeat.hpp>
 #include <dpipe/iter/sharding.hpp>
 #include <dpipe/iter/shuffle.hpp>
+#include <dpipe/iter/threadpool_map.hpp>
+#include <dpipe/iter/unzip.hpp>
 #include <dpipe/iter/zip.hpp>
+#include <dpipe/iter/zip_longest.hpp>
+#include <dpipe/map/batch.hpp>
+#include <dpipe/map/concat.hpp>
 #include <dpipe/map/from.hpp>
+#include <dpipe/map/in_memory_cache.hpp>
 #include <dpipe/map/map.hpp>
+#include <dpipe/map/shuffle.hpp>
 #include <dpipe/map/to_iter.hpp>
+#include <dpipe/map/zip.hpp>
 #include <dpipe/random/philox.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>

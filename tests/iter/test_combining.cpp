@@ -201,3 +201,124 @@ TEST_CASE("cycle: battery with a count / forever / empty source ends", "[iter][c
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("round_robin_demux: torchdata's T52 / battery / lengths / errors", "[iter][round_robin_demux][battery]") {
+  auto children = iter::from(range(0, 23)).round_robin_demux(3);
+  REQUIRE(children.size() == 3);
+  CHECK(collect(children[0]) == std::vector<int>{0, 3, 6, 9, 12, 15, 18, 21});
+  CHECK(collect(children[1]) == std::vector<int>{1, 4, 7, 10, 13, 16, 19, 22});
+  CHECK(collect(children[2]) == std::vector<int>{2, 5, 8, 11, 14, 17, 20});
+  CHECK(children[0].len() == 8);
+  CHECK(children[1].len() == 8);
+  CHECK(children[2].len() == 7);
+  check_battery(
+      [] {
+        auto c = iter::from(range(0, 10)).round_robin_demux(2);
+        return c[0].concat(c[1]);
+      },
+      std::vector<int>{0, 2, 4, 6, 8, 1, 3, 5, 7, 9}, 10);
+  CHECK_THROWS_MATCHES(iter::from(range(0, 3)).round_robin_demux(0), dpipe::InvalidArgument,
+                       Catch::Message("Expected `num_instaces` larger than 0, but 0 is found"));
+  dpipe::testing::LogCapture log;
+  auto source = iter::from(range(0, 3));
+  const auto single = source.round_robin_demux(1);
+  REQUIRE(single.size() == 1);
+  CHECK(single[0].ptr() == source.ptr());
+  REQUIRE(log.messages().size() == 1);
+  CHECK(log.messages()[0] ==
+        "The operation of `round_robin_demux` with `num_instances=1` is an no-op and returns the "
+        "provided `datapipe` in a list directly (" +
+            source.node().label() + ")");
+}
+
+TEST_CASE("round_robin_demux: a lagging child overflows the buffer", "[iter][round_robin_demux]") {
+  auto children = iter::from(range(0, 10)).round_robin_demux(2, 3);
+  const auto container = children[0].node().inputs()[0];
+  auto first = children[0].begin();
+  for (int i = 0; i < 4; ++i) ++first;  // reads 0, 2, 4, 6; elements 1, 3, 5 wait for child 1
+  CHECK_THROWS_MATCHES(*first, dpipe::BufferOverflowError,
+                       Catch::Message("DemultiplexerIterDataPipe buffer overflow, buffer size 3 is insufficient. (" +
+                                      container->label() +
+                                      ": child 1 is not being read; raise buffer_size or read the children more "
+                                      "evenly)"));
+}
+
+TEST_CASE("zip_longest: optionals or fill values until every input ends", "[iter][zip_longest][battery]") {
+  using Optionals = std::tuple<std::optional<int>, std::optional<std::string>>;
+  check_battery([] { return iter::from(range(0, 3)).zip_longest(iter::from(std::vector<std::string>{"a"})); },
+                std::vector<Optionals>{{0, "a"}, {1, std::nullopt}, {2, std::nullopt}}, 3);
+  check_battery(
+      [] {
+        return iter::from(range(0, 1)).zip_longest(std::tuple<int, int>{-1, -2}, iter::from(range(10, 13)));
+      },
+      std::vector<std::tuple<int, int>>{{0, 10}, {-1, 11}, {-1, 12}}, 3);
+  CHECK(collect(iter::from(range(0, 0)).zip_longest(iter::from(range(0, 0)))).empty());
+  auto piped = iter::from(range(0, 1)) | iter::zip_longest(iter::from(range(5, 7)));
+  CHECK(collect(piped).size() == 2);
+}
+
+TEST_CASE("mux_longest: round robin that skips exhausted inputs", "[iter][mux_longest][battery]") {
+  check_battery(
+      [] { return iter::from(range(0, 3)).mux_longest(iter::from(range(10, 15)), iter::from(range(20, 21))); },
+      std::vector<int>{0, 10, 20, 1, 11, 2, 12, 13, 14}, 9);
+  check_battery([] { return iter::from(range(0, 0)).mux_longest(iter::from(range(0, 0))); }, std::vector<int>{}, 0);
+}
+
+TEST_CASE("unzip: tuple columns and sequence columns share a fork buffer", "[iter][unzip][battery]") {
+  check_battery(
+      [] {
+        auto [numbers, names] =
+            iter::from(range(0, 4)).map([](int x) { return std::make_pair(x, "n" + std::to_string(x)); }).unzip();
+        return numbers.zip(names);
+      },
+      std::vector<std::tuple<int, std::string>>{{0, "n0"}, {1, "n1"}, {2, "n2"}, {3, "n3"}}, 4);
+  check_battery(
+      [] {
+        auto columns = iter::from(range(0, 4))
+                           .map([](int x) {
+                             return std::vector<int>{x, -x, x * x};
+                           })
+                           .unzip(3, 10, {1});
+        return columns[0].zip(columns[1]);
+      },
+      std::vector<std::tuple<int, int>>{{0, 0}, {1, 1}, {2, 4}, {3, 9}}, 4);
+  auto short_rows = iter::from(range(0, 2)).map([](int x) { return std::vector<int>{x}; }).unzip(2);
+  CHECK_THROWS_MATCHES(collect(short_rows[1]), dpipe::InvalidArgument,
+                       Catch::Message("unzip: an element has 1 items, so column 1 does not exist"));
+  CHECK_THROWS_MATCHES(iter::from(range(0, 2)).map([](int x) { return std::vector<int>{x}; }).unzip(2, 10, {0, 1}),
+                       dpipe::InvalidArgument,
+                       Catch::Message("All instances are being filtered out in UnZipperIterDataPipe. Please checkthe "
+                                      "input `sequence_length` and `columns_to_skip`."));
+  CHECK(short_rows[0].node().name() == "unzip_child");
+}
+
+TEST_CASE("unzip: an unread column fills the buffer and overflows", "[iter][unzip]") {
+  auto [left, right] = iter::from(range(0, 10)).map([](int x) { return std::make_tuple(x, x); }).unzip(4);
+  (void)right;
+  auto it = left.begin();
+  for (int i = 0; i < 4; ++i) ++it;
+  const auto container = left.node().inputs()[0];
+  CHECK_THROWS_MATCHES(
+      *it, dpipe::BufferOverflowError,
+      Catch::Message("ForkerIterDataPipe buffer overflow,buffer size 4 is insufficient. (" + container->label() +
+                     ": child 0 would run 5 elements ahead of the slowest child; raise buffer_size or "
+                     "read the children more evenly)"));
+}
+
+TEST_CASE("zip of forks: a child that reads faster than its sibling overflows", "[iter][fork][zip]") {
+  auto children = iter::from(range(0, 100)).fork(2, 5);
+  auto zipped = children[0].zip(children[1].filter([](int x) { return x % 3 == 0; }));
+  std::vector<std::tuple<int, int>> got;
+  CHECK_THROWS_AS(
+      [&] {
+        for (auto& pair : zipped) got.push_back(pair);
+      }(),
+      dpipe::BufferOverflowError);
+  // Each round the filtered child reads three elements to the plain child's one: the fourth round
+  // would put it 6 elements ahead.
+  CHECK(got == std::vector<std::tuple<int, int>>{{0, 0}, {1, 3}, {2, 6}});
+}
+
+}  // namespace

@@ -137,3 +137,64 @@ TEST_CASE("sharding_round_robin_dispatch: identity in process / only MULTIPROCES
 }
 
 }  // namespace
+
+namespace {
+
+// Expected splits: torchdata's RandomSplitter algorithm run on CPython's random.
+TEST_CASE("random_split: torchdata's docstring split / the same every epoch", "[iter][random_split][determinism]") {
+  auto splits = iter::from(range(10)).random_split({{"train", 0.5}, {"valid", 0.5}}, /*seed=*/0, /*total_length=*/10);
+  REQUIRE(splits.size() == 2);
+  CHECK(collect(splits[0]) == std::vector<int>{2, 3, 5, 7, 8});
+  CHECK(collect(splits[1]) == std::vector<int>{0, 1, 4, 6, 9});
+  CHECK(collect(splits[0]) == std::vector<int>{2, 3, 5, 7, 8});
+  auto valid = iter::from(range(10)).random_split({{"train", 0.5}, {"valid", 0.5}}, 0, 10, "valid");
+  CHECK(collect(valid) == std::vector<int>{0, 1, 4, 6, 9});
+  auto three = iter::from(range(17)).random_split({{"train", 0.7}, {"valid", 0.2}, {"test", 0.1}}, 123);
+  CHECK(collect(three[0]) == std::vector<int>{0, 1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13});
+  CHECK(collect(three[1]) == std::vector<int>{8, 14, 15});
+  CHECK(collect(three[2]) == std::vector<int>{4, 16});
+}
+
+TEST_CASE("random_split: battery / integer weights give lengths", "[iter][random_split][battery]") {
+  const auto make = [](std::size_t which) {
+    return [which] { return iter::from(range(10)).random_split({{"a", 3}, {"b", 5}, {"c", 2}}, 42)[which]; };
+  };
+  check_battery(make(0), std::vector<int>{1, 3, 7}, 3);
+  check_battery(make(1), std::vector<int>{0, 2, 5, 8, 9}, 5);
+  check_battery(make(2), std::vector<int>{4, 6}, 2);
+  auto fractional = iter::from(range(10)).random_split({{"a", 0.33}, {"b", 0.67}}, 1);  // 3.3 and 6.7 of 10
+  CHECK_THROWS_MATCHES(
+      fractional[0].len(), dpipe::LengthError,
+      Catch::Message("Lengths of the split cannot be known in advance. Please supply integer `weights` "
+                     "that sum up to `total_length`.\nAlternatively, use `datapipe.set_length(LENGTH)` to "
+                     "manually set the desired length."));
+}
+
+TEST_CASE("random_split: one split at a time (T54) / override_seed / errors", "[iter][random_split]") {
+  auto source = iter::from(range(10));
+  auto splits = source.random_split({{"train", 0.5}, {"valid", 0.5}}, 0, 10);
+  auto train = splits[0].begin();
+  CHECK(*train == 2);
+  CHECK(collect(splits[1]) == std::vector<int>{0, 1, 4, 6, 9});
+  ++train;
+  CHECK_THROWS_WITH(*train, Catch::StartsWith("This iterator has been invalidated because another iterator has been "
+                                              "created from the same IterDataPipe: " +
+                                              source.node().label()));
+  iter::override_seed(splits[0], 1);
+  auto reseeded = collect(splits[0]);
+  CHECK(reseeded != std::vector<int>{2, 3, 5, 7, 8});
+  CHECK(reseeded.size() == 5);
+  CHECK_THROWS_MATCHES(source.random_split({{"train", 1}}, 0, 10, "test"), dpipe::KeyError,
+                       Catch::Message("`target=test` does not match any key in `weights`."));
+  auto unsized = iter::from(range(10)).filter([](int) { return true; });
+  CHECK_THROWS_MATCHES(unsized.random_split({{"a", 1}}, 0), dpipe::InvalidArgument,
+                       Catch::Message("RandomSplitter needs `total_length`, but it is unable to infer it from the "
+                                      "`source_datapipe`: " +
+                                      unsized.node().label() + "."));
+  auto too_long = iter::from(range(12)).random_split({{"a", 1}, {"b", 1}}, 0, 10);
+  CHECK_THROWS_MATCHES(collect(too_long[0]), dpipe::InvalidArgument,
+                       Catch::Message(too_long[0].node().inputs()[0]->label() +
+                                      ": the source has more than total_length = 10 elements"));
+}
+
+}  // namespace

@@ -149,3 +149,67 @@ TEST_CASE("enumerate: battery from 0 and from a negative start", "[iter][enumera
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("repeat: battery / torchdata's bad count", "[iter][repeat][battery]") {
+  check_battery(
+      [] {
+        return iter::from(std::vector<std::string>{"a", "b"}).repeat(3);
+      },
+      std::vector<std::string>{"a", "a", "a", "b", "b", "b"}, 6);
+  CHECK_THROWS_MATCHES(iter::from(range(3)).repeat(1), dpipe::InvalidArgument,
+                       Catch::Message("The number of repetition must be > 1, got 1"));
+}
+
+TEST_CASE("in_memory_cache: later iterations do not touch the source", "[iter][in_memory_cache][battery]") {
+  int reads = 0;
+  auto counted = iter::from(range(5)).map([&reads](int x) {
+    ++reads;
+    return x;
+  });
+  auto cached = counted.in_memory_cache();
+  CHECK(collect(cached) == range(5));
+  CHECK(reads == 5);
+  CHECK(collect(cached) == range(5));
+  CHECK(reads == 5);
+  CHECK(cached.len() == 5);
+  check_battery([] { return iter::from(range(6)).in_memory_cache(); }, range(6), 6);
+}
+
+TEST_CASE("in_memory_cache: an abandoned first iteration caches nothing / capacity", "[iter][in_memory_cache]") {
+  int reads = 0;
+  auto cached = iter::from(range(5)).filter([&reads](int) {
+    ++reads;
+    return true;
+  }) | iter::in_memory_cache(3);
+  auto it = cached.begin();
+  ++it;
+  CHECK(reads == 1);
+  CHECK_THROWS_MATCHES(
+      cached.len(), dpipe::LengthError,
+      Catch::Message(cached.node().label() + " instance doesn't have valid length until the cache is loaded."));
+  CHECK(collect(cached) == range(5));  // the first complete iteration
+  CHECK(reads == 6);
+  CHECK(cached.len() == 5);
+  CHECK(collect(cached) == range(5));  // 0 and 1 from the source again, 2..4 from the cache
+  CHECK(reads == 8);
+  // Checkpoints in the second (cached) iteration.
+  const auto make = [] {
+    auto pipe = iter::from(range(5)).in_memory_cache(3);
+    (void)collect(pipe);
+    return pipe;
+  };
+  check_battery(make, range(5), 5);
+  CHECK_THROWS_MATCHES(iter::from(range(3)).in_memory_cache(0), dpipe::InvalidArgument,
+                       Catch::Message("in_memory_cache capacity must be > 0 elements"));
+}
+
+TEST_CASE("fullsync: a non-replicable pass-through in one process", "[iter][fullsync][battery]") {
+  check_battery([] { return iter::from(range(5)).fullsync(); }, range(5), std::nullopt);
+  auto pipe = iter::from(range(3)) | iter::fullsync(std::chrono::seconds(7));
+  CHECK_FALSE(pipe.node().is_replicable());
+  CHECK(dynamic_cast<iter::FullSync<int>&>(pipe.node()).timeout() == std::chrono::seconds(7));
+}
+
+}  // namespace

@@ -3,11 +3,15 @@
 /// The named concepts that constrain the callables handed to nodes. A callable that does not fit
 /// the element type fails to compile with a message naming the concept it violates.
 
+#include <array>
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ranges>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <range/v3/range/concepts.hpp>
 #include <range/v3/range/traits.hpp>
@@ -80,6 +84,66 @@ template <class F, class T>
 concept classifier_fn = stored_callable<F> && std::invocable<F&, const T&> &&
     (std::integral<std::remove_cvref_t<std::invoke_result_t<F&, const T&>>> ||
      detail::is_optional_index<std::remove_cvref_t<std::invoke_result_t<F&, const T&>>>::value);
+
+/// `map_batches(fn, n)`: fn is invocable on an rvalue std::vector<T> and returns an input range.
+template <class F, class T>
+concept batch_fn = stored_callable<F> && std::invocable<F&, std::vector<T>> &&
+    any_input_range<std::remove_cvref_t<std::invoke_result_t<F&, std::vector<T>>>>;
+
+/// The element type a batch_fn produces.
+template <class F, class T>
+using batch_fn_result_t = range_element_t<std::remove_cvref_t<std::invoke_result_t<F&, std::vector<T>>>>;
+
+/// Types usable as hash keys.
+template <class K>
+concept hashable = std::equality_comparable<K> && std::copy_constructible<K> && requires(const K& key) {
+  { std::hash<K>{}(key) } -> std::convertible_to<std::size_t>;
+};
+
+/// `groupby(key_fn, ...)`: key_fn is called with const T& and returns a hashable key.
+template <class F, class T>
+concept key_fn = stored_callable<F> && std::invocable<F&, const T&> &&
+    hashable<std::remove_cvref_t<std::invoke_result_t<F&, const T&>>>;
+
+/// The key type a key_fn produces.
+template <class F, class T>
+using key_fn_result_t = std::remove_cvref_t<std::invoke_result_t<F&, const T&>>;
+
+/// groupby's element type: the group, or (key, group) for groupby_keyed.
+template <class F, class T, bool KeepKey>
+using groupby_result_t = std::conditional_t<KeepKey, std::pair<key_fn_result_t<F, T>, std::vector<T>>, std::vector<T>>;
+
+namespace detail {
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
+}  // namespace detail
+
+/// std::vector of anything.
+template <class T>
+concept is_vector = detail::is_vector<T>::value;
+
+namespace detail {
+template <class T>
+struct is_tuple_like : std::false_type {};
+template <class... Ts>
+struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
+template <class A, class B>
+struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+}  // namespace detail
+
+/// std::tuple or std::pair.
+template <class T>
+concept is_tuple_like = detail::is_tuple_like<T>::value;
+
+/// std::array of anything.
+template <class T>
+concept is_std_array = detail::is_std_array<T>::value;
 
 /// Ranges `iter::from` accepts: an input range of movable values.
 template <class R>

@@ -63,6 +63,14 @@ class SerializationError : public Error {
   using Error::Error;
 };
 
+/// An exception thrown by a user function on one element (threadpool_map): the message names the
+/// node, the element's index, and the original exception's type and message; the original is
+/// nested (std::rethrow_if_nested).
+class ElementError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A wait that lasted longer than its configured timeout.
 class TimeoutError : public Error {
  public:

@@ -7,20 +7,29 @@
 ///
 /// The composition methods are defined in the node headers; include <dpipe/dpipe.hpp>.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
 #include <ranges>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/collate.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 
 namespace dpipe {
+
+class GroupByOptions;
+
+/// Ordered (key, weight) pairs for random_split.
+using SplitWeights = std::vector<std::pair<std::string, double>>;
 
 /// A handle to a stream node. Copies share the node: iterating one copy invalidates iterators of
 /// the others, as iterating the same torchdata DataPipe twice does.
@@ -113,6 +122,78 @@ class IterPipe : public std::ranges::view_base {
   [[nodiscard]] IterPipe<T> cycle(std::optional<std::size_t> count = std::nullopt) const;
   /// Reads ahead up to `buffer_size` elements on a background thread.
   [[nodiscard]] IterPipe<T> prefetch(std::size_t buffer_size = 10) const;
+  /// Applies `fn` to each batch (torchdata's Collator); `collate()` turns a vector of tuples
+  /// (or pairs) into a tuple (or pair) of vectors.
+  template <map_fn<T> F>
+  [[nodiscard]] IterPipe<map_result_t<F, T>> collate(F fn) const;
+  template <class U = T>
+  requires requires(U batch) { detail::DefaultCollate{}(std::move(batch)); }
+  [[nodiscard]] auto collate() const;
+  /// Calls `fn` on vectors of `batch_size` elements and yields the elements of what it returns.
+  template <batch_fn<T> F>
+  [[nodiscard]] IterPipe<batch_fn_result_t<F, T>> map_batches(F fn, std::size_t batch_size) const;
+  /// `n` pipes; pipe i yields elements i, i+n, i+2n, ...
+  [[nodiscard]] std::vector<IterPipe<T>> round_robin_demux(std::size_t n, std::size_t buffer_size = 1000) const;
+  /// Tuples of one element per input until all are exhausted; exhausted inputs give std::nullopt.
+  template <class... Us>
+  [[nodiscard]] IterPipe<std::tuple<std::optional<T>, std::optional<Us>...>> zip_longest(
+      const IterPipe<Us>&... others) const;
+  /// Like zip_longest(others...), filling exhausted inputs with the matching element of `fill`.
+  template <class... Us>
+  [[nodiscard]] IterPipe<std::tuple<T, Us...>> zip_longest(std::tuple<T, Us...> fill,
+                                                           const IterPipe<Us>&... others) const;
+  /// One element from each input in turn, skipping exhausted inputs, until all are exhausted.
+  template <class... Ps>
+  requires(std::same_as<Ps, IterPipe<T>>&&...) [[nodiscard]] IterPipe<T> mux_longest(const Ps&... others) const;
+  /// One pipe per tuple element (torchdata's UnZipper over a fork buffer).
+  template <class U = T>
+  requires is_tuple_like<U>
+  [[nodiscard]] auto unzip(std::size_t buffer_size = 1000) const;
+  /// `n` pipes; pipe i yields element i of each sequence, leaving out `columns_to_skip`.
+  template <class U = T>
+  requires(is_vector<U> || is_std_array<U>) [[nodiscard]] std::vector<IterPipe<range_element_t<U>>> unzip(
+      std::size_t n, std::size_t buffer_size = 1000, const std::vector<std::size_t>& columns_to_skip = {}) const;
+  /// Yields each element `times` times in a row.
+  template <class U = T>
+  requires std::copy_constructible<U>
+  [[nodiscard]] IterPipe<T> repeat(std::size_t times) const;
+  /// Keeps the first complete iteration in memory (at most `capacity` elements) and replays it.
+  template <class U = T>
+  requires std::copy_constructible<U>
+  [[nodiscard]] IterPipe<T> in_memory_cache(std::optional<std::size_t> capacity = std::nullopt) const;
+  /// Groups elements by `key_fn` (see GroupByOptions).
+  template <key_fn<T> F>
+  [[nodiscard]] IterPipe<std::vector<T>> groupby(F key_fn, const GroupByOptions& options) const;
+  /// Like groupby, yielding (key, group) pairs.
+  template <key_fn<T> F>
+  [[nodiscard]] IterPipe<std::pair<key_fn_result_t<F, T>, std::vector<T>>> groupby_keyed(
+      F key_fn, const GroupByOptions& options) const;
+  /// Shuffles the elements inside each batch (seeded like shuffle).
+  template <class U = T>
+  requires is_vector<U>
+  [[nodiscard]] IterPipe<T> in_batch_shuffle() const;
+  /// Batches of `batch_size` drawn from shuffled buckets (torchdata's BucketBatcher); `sort_key`
+  /// orders each bucket.
+  template <class U = T>
+  requires std::copy_constructible<U>
+  [[nodiscard]] IterPipe<std::vector<T>> bucketbatch(std::size_t batch_size, bool drop_last = false,
+                                                     std::size_t batch_num = 100, std::size_t bucket_num = 1,
+                                                     std::function<std::vector<T>(std::vector<T>)> sort_key = nullptr,
+                                                     bool use_in_batch_shuffle = true) const;
+  /// One pipe per key of `weights`, splitting the elements at random with their own seed.
+  [[nodiscard]] std::vector<IterPipe<T>> random_split(const SplitWeights& weights, std::uint64_t seed,
+                                                      std::optional<std::size_t> total_length = std::nullopt) const;
+  /// The pipe of random_split for key `target`.
+  [[nodiscard]] IterPipe<T> random_split(const SplitWeights& weights, std::uint64_t seed,
+                                         std::optional<std::size_t> total_length, const std::string& target) const;
+  /// Keeps the ranks of a distributed job in step; not replicable. A pass-through in one process.
+  [[nodiscard]] IterPipe<T> fullsync(std::chrono::seconds timeout = std::chrono::seconds(1800)) const;
+  /// Applies `fn` on a pool of `threads` threads, in order, with at most `max_in_flight` elements
+  /// taken and not yet handed out (defaults: hardware threads, 4 per thread).
+  template <map_fn<T> F>
+  [[nodiscard]] IterPipe<map_result_t<F, T>> threadpool_map(
+      F fn, std::optional<std::size_t> threads = std::nullopt,
+      std::optional<std::size_t> max_in_flight = std::nullopt) const;
 
  private:
   std::shared_ptr<IterDataPipe<T>> node_;

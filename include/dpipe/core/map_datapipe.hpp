@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,4 +87,24 @@ class MapInput final : public InputSlot {
   std::shared_ptr<MapDataPipe<K, V>> node_;
 };
 
+namespace detail {
+
+/// The keys a map-reading iter node visits: the ones given, or all of the source's (read once,
+/// on first use).
+template <class K>
+class KeySelection {
+ public:
+  explicit KeySelection(std::optional<std::vector<K>> keys) : keys_(std::move(keys)) {}
+
+  template <class V>
+  const std::vector<K>& get(const MapInput<K, V>& source) const {
+    if (!keys_) keys_ = source.keys();
+    return *keys_;
+  }
+
+ private:
+  mutable std::optional<std::vector<K>> keys_;
+};
+
+}  // namespace detail
 }  // namespace dpipe

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include <dpipe/core/concepts.hpp>
@@ -47,6 +48,24 @@ class MapPipe {
   [[nodiscard]] MapPipe<K, map_result_t<F, V>> map(F fn) const;
   /// An iter pipe yielding the values at `indices` (all keys, in keys() order, by default).
   [[nodiscard]] IterPipe<V> to_iter(std::optional<std::vector<K>> indices = std::nullopt) const;
+  /// Key k holds the values at keys k*batch_size .. (k+1)*batch_size-1.
+  template <class Key = K>
+  requires std::same_as<Key, std::size_t>
+  [[nodiscard]] MapPipe<std::size_t, std::vector<V>> batch(std::size_t batch_size, bool drop_last = false) const;
+  /// The keys of this pipe, then of each of `others`, numbered on.
+  template <class... Ps>
+  requires(std::same_as<K, std::size_t> && (std::same_as<Ps, MapPipe<K, V>> && ...))
+      [[nodiscard]] MapPipe<std::size_t, V> concat(const Ps&... others) const;
+  /// Key k holds the tuple of each input's value at k.
+  template <class... Us>
+  requires std::same_as<K, std::size_t>
+  [[nodiscard]] MapPipe<std::size_t, std::tuple<V, Us...>> zip(const MapPipe<std::size_t, Us>&... others) const;
+  /// An iter pipe over the values at `keys` (all keys by default) in a random order.
+  [[nodiscard]] IterPipe<V> shuffle(std::optional<std::vector<K>> keys = std::nullopt) const;
+  /// Remembers each value the first time it is read.
+  template <class Key = K>
+  requires hashable<Key>
+  [[nodiscard]] MapPipe<K, V> in_memory_cache() const;
 
  private:
   std::shared_ptr<MapDataPipe<K, V>> node_;

@@ -4,6 +4,9 @@
 /// Elements of a type without a Serializer can be checkpointed only while no element is buffered.
 
 #include <cstddef>
+#include <exception>
+#include <optional>
+#include <ranges>
 #include <vector>
 
 #include <dpipe/core/datapipe.hpp>
@@ -40,6 +43,40 @@ std::vector<T> read_elements(StateReader& reader, const DataPipe& node) {
     }
     return {};
   }
+}
+
+/// A produced element, or the exception that took its place. Neither marks the end of a stream.
+template <class T>
+struct Outcome {
+  std::optional<T> value;
+  std::exception_ptr error;
+};
+
+/// Writes, as write_elements does, the values of the Outcomes `project` finds in `items` (end
+/// markers are skipped); returns whether an end marker was seen. A pending exception cannot be
+/// checkpointed: StateError.
+template <class T, class Range, class Project>
+bool write_outcome_values(StateWriter& writer, const DataPipe& node, const Range& items, Project project) {
+  std::vector<const T*> values;
+  bool ended = false;
+  for (const auto& item : items) {
+    const Outcome<T>& outcome = project(item);
+    if (outcome.error) {
+      DPIPE_THROW(StateError, "{} holds a pending exception; a failed pipeline cannot be checkpointed", node.label());
+    }
+    if (outcome.value) {
+      values.push_back(&*outcome.value);
+    } else {
+      ended = true;
+    }
+  }
+  write_elements<T>(writer, node, std::views::transform(values, [](const T* value) -> const T& { return *value; }));
+  return ended;
+}
+
+/// Throws StateError unless the node's background work is stopped (graph::save_state pauses it).
+inline void require_paused(bool running, const DataPipe& node) {
+  if (running) DPIPE_THROW(StateError, "{} is running: pause the graph before saving its state", node.label());
 }
 
 }  // namespace dpipe::detail

@@ -2,6 +2,7 @@
 /// \file
 /// Human-readable names of C++ types, used in error messages ("expected int, got std::string").
 
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,12 @@ constexpr std::string_view raw_type_name() noexcept {
 /// Rewrites the long spellings compilers use for standard types ("std::__cxx11::basic_string<char>")
 /// into the ones users write ("std::string").
 std::string tidy_type_name(std::string_view raw);
+
+/// The readable name of a mangled type name (a std::type_info::name()).
+std::string demangle(const char* mangled);
+
+/// The type and message of the exception in `error`: "std::out_of_range: three".
+std::string describe(const std::exception_ptr& error);
 
 }  // namespace detail
 

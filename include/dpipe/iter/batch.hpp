@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/checks.hpp>
 #include <dpipe/core/input.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -23,7 +24,7 @@ class Batcher final : public IterDataPipe<std::vector<T>> {
         source_(source.ptr()),
         batch_size_(batch_size),
         drop_last_(drop_last) {
-    if (batch_size == 0) DPIPE_THROW(InvalidArgument, "Batch size is required to be larger than 0!");
+    detail::require_batch_size(batch_size);
   }
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }

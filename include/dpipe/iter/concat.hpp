@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/input_list.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
 namespace dpipe::iter {
@@ -18,14 +18,11 @@ class Concater final : public IterDataPipe<T> {
  public:
   static constexpr std::string_view kName = "concat";
 
-  explicit Concater(std::vector<IterPipe<T>> sources) : IterDataPipe<T>(std::string(kName)) {
+  explicit Concater(const std::vector<IterPipe<T>>& sources) : IterDataPipe<T>(std::string(kName)), sources_(sources) {
     if (sources.empty()) DPIPE_THROW(InvalidArgument, "Expected at least one DataPipe, but got nothing");
-    for (const auto& source : sources) sources_.emplace_back(source.ptr());
   }
 
-  void for_each_input(const InputVisitor& visit) override {
-    for (auto& source : sources_) visit(source);
-  }
+  void for_each_input(const InputVisitor& visit) override { sources_.visit(visit); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Concater>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
@@ -65,15 +62,7 @@ class Concater final : public IterDataPipe<T> {
     return produced;
   }
 
-  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
-    std::size_t total = 0;
-    for (const auto& source : sources_) {
-      const auto length = source.length();
-      if (!length) return std::nullopt;
-      total += *length;
-    }
-    return total;
-  }
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override { return sources_.total_length(); }
 
  private:
   /// Starts the current input if needed; false once every input is exhausted.
@@ -91,7 +80,7 @@ class Concater final : public IterDataPipe<T> {
     started_ = false;
   }
 
-  std::vector<Input<T>> sources_;
+  detail::InputList<T> sources_;
   std::size_t current_ = 0;
   bool started_ = false;
 };

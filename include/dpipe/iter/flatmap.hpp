@@ -11,16 +11,19 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/functional.hpp>
 #include <dpipe/core/input.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/pending.hpp>
+#include <dpipe/iter/detail/expanding.hpp>
 
 namespace dpipe::iter {
 
 template <class T, flatmap_fn<T> F>
-class FlatMapper final : public IterDataPipe<flatmap_result_t<F, T>> {
+class FlatMapper final : public detail::ExpandingPipe<flatmap_result_t<F, T>, FlatMapper<T, F>> {
   using E = flatmap_result_t<F, T>;
   using R = map_result_t<F, T>;
+  using Base = detail::ExpandingPipe<E, FlatMapper>;
+  friend Base;
 
  public:
   static constexpr std::string_view kName = "flatmap";
@@ -28,74 +31,32 @@ class FlatMapper final : public IterDataPipe<flatmap_result_t<F, T>> {
   static constexpr std::string_view kUnbatchName = "unbatch";
 
   FlatMapper(const IterPipe<T>& source, F fn, std::string name = std::string(kName))
-      : IterDataPipe<E>(std::move(name)), source_(source.ptr()), fn_(std::move(fn)) {}
+      : Base(std::move(name)), source_(source.ptr()), fn_(std::move(fn)) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<FlatMapper>(*this); }
 
-  [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    pending_.save(writer, *this);
-    return true;
-  }
-  void load_state(StateReader& reader) override { pending_.load(reader, *this); }
-
- protected:
-  void reset_impl() override {
-    pending_.clear();
-    source_.reset();
-  }
-
-  std::optional<E> next_impl() override {
-    if (!refill()) return std::nullopt;
-    return pending_.take();
-  }
-
-  [[nodiscard]] std::string no_length_reason() const override {
-    return this->label() + "'s length relies on the output of its function.";
-  }
-
-  std::size_t pull_impl(std::vector<E>& out, std::size_t n) override {
-    std::size_t produced = 0;
-    while (produced < n && refill()) produced += pending_.take_into(out, n - produced);
-    return produced;
-  }
-
  private:
-  /// Makes an element available in pending_; false at the end of the source.
-  bool refill() {
-    while (pending_.empty()) {
-      auto element = source_.next();
-      if (!element) return false;
-      std::vector<E> expanded;
-      if constexpr (std::same_as<R, std::vector<E>>) {
-        expanded = fn_(std::move(*element));
-      } else {
-        auto&& range = fn_(std::move(*element));
-        for (auto&& item : range) expanded.push_back(std::forward<decltype(item)>(item));
-      }
-      pending_.assign(std::move(expanded));
+  /// The elements of fn(next source element); false at the end of the source.
+  bool expand(std::vector<E>& run) {
+    auto element = source_.next();
+    if (!element) return false;
+    if constexpr (std::same_as<R, std::vector<E>>) {
+      run = fn_(std::move(*element));
+    } else {
+      auto&& range = fn_(std::move(*element));
+      for (auto&& item : range) run.push_back(std::forward<decltype(item)>(item));
     }
     return true;
   }
 
   Input<T> source_;
   F fn_;
-  detail::Pending<E> pending_;  // the rest of the current expansion
 };
 
 }  // namespace dpipe::iter
 
 namespace dpipe {
-
-namespace detail {
-/// The identity, for unbatch().
-struct Identity {
-  template <class X>
-  X operator()(X&& value) const {
-    return std::forward<X>(value);
-  }
-};
-}  // namespace detail
 
 template <class T>
 template <flatmap_fn<T> F>

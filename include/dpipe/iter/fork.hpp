@@ -25,9 +25,12 @@ template <class T>
 class Forker final : public detail::SharedBuffer {
  public:
   static constexpr std::string_view kName = "fork";
+  /// The name of the Forker that unzip() makes (torchdata's UnZipper is a Forker).
+  static constexpr std::string_view kUnzipName = "unzip";
 
-  Forker(const IterPipe<T>& source, std::size_t num_instances, std::size_t buffer_size)
-      : SharedBuffer(std::string(kName), num_instances),
+  Forker(const IterPipe<T>& source, std::size_t num_instances, std::size_t buffer_size,
+         std::string name = std::string(kName))
+      : SharedBuffer(std::move(name), num_instances),
         source_(source.ptr()),
         buffer_size_(buffer_size),
         positions_(num_instances, 0) {}

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// `map(fn)` (torchdata's Mapper): applies fn to each element. Stateless; the length is the
-/// source's.
+/// `map(fn)` (torchdata's Mapper) and `collate(fn)` (Collator, a Mapper on batches): applies fn
+/// to each element. Stateless; the length is the source's.
 
 #include <memory>
 #include <optional>
@@ -19,9 +19,11 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
 
  public:
   static constexpr std::string_view kName = "map";
+  /// The name of the Mapper that collate() makes (torchdata's Collator is a Mapper).
+  static constexpr std::string_view kCollateName = "collate";
 
-  Mapper(const IterPipe<T>& source, F fn)
-      : IterDataPipe<U>(std::string(kName)), source_(source.ptr()), fn_(std::move(fn)) {}
+  Mapper(const IterPipe<T>& source, F fn, std::string name = std::string(kName))
+      : IterDataPipe<U>(std::move(name)), source_(source.ptr()), fn_(std::move(fn)) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Mapper>(*this); }
@@ -77,9 +79,32 @@ IterPipe<map_result_t<F, T>> IterPipe<T>::map(F fn) const {
   return make_iter<iter::Mapper<T, F>>(*this, std::move(fn));
 }
 
+template <class T>
+template <map_fn<T> F>
+IterPipe<map_result_t<F, T>> IterPipe<T>::collate(F fn) const {
+  using Collator = iter::Mapper<T, F>;
+  return make_iter<Collator>(*this, std::move(fn), std::string(Collator::kCollateName));
+}
+
+template <class T>
+template <class U>
+requires requires(U batch) { detail::DefaultCollate{}(std::move(batch)); }
+auto IterPipe<T>::collate() const { return collate(detail::DefaultCollate{}); }
+
 }  // namespace dpipe
 
 namespace dpipe::iter {
+
+/// `src | iter::collate(fn)`.
+template <class F>
+[[nodiscard]] auto collate(F fn) {
+  return PipeAdaptor{[fn = std::move(fn)](const auto& source) { return source.collate(fn); }};
+}
+
+/// `src | iter::collate()`: a batch of tuples (or pairs) becomes a tuple (or pair) of vectors.
+[[nodiscard]] inline auto collate() {
+  return PipeAdaptor{[](const auto& source) { return source.collate(); }};
+}
 
 /// `src | iter::map(fn)`.
 template <class F>

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/input_list.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/pending.hpp>
 
@@ -20,13 +20,10 @@ class Multiplexer final : public IterDataPipe<T> {
  public:
   static constexpr std::string_view kName = "mux";
 
-  explicit Multiplexer(std::vector<IterPipe<T>> sources) : IterDataPipe<T>(std::string(kName)) {
-    for (const auto& source : sources) sources_.emplace_back(source.ptr());
-  }
+  explicit Multiplexer(const std::vector<IterPipe<T>>& sources)
+      : IterDataPipe<T>(std::string(kName)), sources_(sources) {}
 
-  void for_each_input(const InputVisitor& visit) override {
-    for (auto& source : sources_) visit(source);
-  }
+  void for_each_input(const InputVisitor& visit) override { sources_.visit(visit); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Multiplexer>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
@@ -52,13 +49,9 @@ class Multiplexer final : public IterDataPipe<T> {
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override {
-    std::optional<std::size_t> shortest;
-    for (const auto& source : sources_) {
-      const auto length = source.length();
-      if (!length) return std::nullopt;
-      if (!shortest || *length < *shortest) shortest = length;
-    }
-    return shortest ? *shortest * sources_.size() : 0;
+    const auto shortest = sources_.shortest_length();
+    if (!shortest) return std::nullopt;
+    return *shortest * sources_.size();
   }
 
  private:
@@ -77,7 +70,7 @@ class Multiplexer final : public IterDataPipe<T> {
     return true;
   }
 
-  std::vector<Input<T>> sources_;
+  detail::InputList<T> sources_;
   detail::Pending<T> round_;  // the current round's elements not yet yielded
   bool ended_ = false;
 };

@@ -52,32 +52,20 @@ class Prefetcher final : public IterDataPipe<T> {
   void resume() override { start(); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    if (thread_.joinable()) {
-      DPIPE_THROW(StateError, "{} is running: pause the graph before saving its state", this->label());
-    }
-    std::vector<const T*> values;
-    bool ended = false;
-    for (const auto& item : stash_) {
-      if (item.error)
-        DPIPE_THROW(StateError, "{} holds a pending exception; a failed pipeline cannot be checkpointed",
-                    this->label());
-      if (item.value)
-        values.push_back(&*item.value);
-      else
-        ended = true;
-    }
+    detail::require_paused(thread_.joinable(), *this);
     writer.write(finished_);
+    // The elements read ahead, then whether the end of the source was among them.
+    const bool ended =
+        detail::write_outcome_values<T>(writer, *this, stash_, [](const Item& item) -> const Item& { return item; });
     writer.write(ended);
-    detail::write_elements<T>(writer, *this,
-                              std::views::transform(values, [](const T* value) -> const T& { return *value; }));
     return true;
   }
 
   void load_state(StateReader& reader) override {
     stop();
     finished_ = reader.read<bool>();
-    const bool ended = reader.read<bool>();
     auto values = detail::read_elements<T>(reader, *this);
+    const bool ended = reader.read<bool>();
     if (values.size() + (ended ? 1 : 0) > buffer_size_) {
       DPIPE_THROW(StateError, "{}: the saved buffer exceeds buffer_size {}", this->label(), buffer_size_);
     }
@@ -134,10 +122,7 @@ class Prefetcher final : public IterDataPipe<T> {
   static constexpr std::size_t kMaxChunk = 256;
 
   /// An element, an exception, or (neither) the end of the source.
-  struct Item {
-    std::optional<T> value;
-    std::exception_ptr error;
-  };
+  using Item = detail::Outcome<T>;
 
   /// What the producer and the consumer share while the thread runs.
   struct Channel {

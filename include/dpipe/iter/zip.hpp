@@ -4,13 +4,14 @@
 /// shortest input (elements already read from earlier inputs in that last round are dropped, as
 /// in torchdata). Checkpoint state: whether it has ended.
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/input_list.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
 namespace dpipe::iter {
@@ -25,9 +26,7 @@ class Zipper final : public IterDataPipe<std::tuple<Ts...>> {
   explicit Zipper(const IterPipe<Ts>&... sources)
       : IterDataPipe<Tuple>(std::string(kName)), sources_(Input<Ts>(sources.ptr())...) {}
 
-  void for_each_input(const InputVisitor& visit) override {
-    std::apply([&](auto&... input) { (visit(input), ...); }, sources_);
-  }
+  void for_each_input(const InputVisitor& visit) override { detail::visit_all(sources_, visit); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Zipper>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
@@ -51,22 +50,9 @@ class Zipper final : public IterDataPipe<std::tuple<Ts...>> {
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override {
-    std::optional<std::size_t> shortest;
-    bool known = true;
-    std::apply(
-        [&](const auto&... input) {
-          (
-              [&] {
-                const auto length = input.length();
-                if (!length)
-                  known = false;
-                else if (!shortest || *length < *shortest)
-                  shortest = length;
-              }(),
-              ...);
-        },
-        sources_);
-    return known ? shortest : std::nullopt;
+    const auto lengths = detail::lengths_of(sources_);
+    if (!lengths || lengths->empty()) return std::nullopt;
+    return std::ranges::min(*lengths);
   }
 
  private:

@@ -47,14 +47,10 @@ class MapToIterConverter final : public IterDataPipe<V> {
   [[nodiscard]] std::optional<std::size_t> length_impl() const override { return keys().size(); }
 
  private:
-  /// The explicit keys, or the source's keys (read once).
-  const std::vector<K>& keys() const {
-    if (!keys_) keys_ = source_.keys();
-    return *keys_;
-  }
+  const std::vector<K>& keys() const { return keys_.get(source_); }
 
   MapInput<K, V> source_;
-  mutable std::optional<std::vector<K>> keys_;
+  detail::KeySelection<K> keys_;
   std::size_t position_ = 0;
 };
 

@@ -33,6 +33,12 @@ class PythonRandom {
   /// random.randint(low, high): uniform in [low, high]. REQUIRES: low <= high.
   std::int64_t randint(std::int64_t low, std::int64_t high);
 
+  /// random.random(): uniform in [0, 1) with 53 random bits.
+  double random();
+  /// random.choices(range(len(weights)), weights)[0]: an index drawn with the given relative
+  /// weights (cumulated left to right, bisected as CPython does). REQUIRES: a positive finite total.
+  std::size_t choose_index(const std::vector<double>& weights);
+
   /// random.sample(population, k): k distinct elements in CPython's selection order.
   /// REQUIRES: k <= population.size().
   template <class T>

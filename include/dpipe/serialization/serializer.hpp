@@ -90,7 +90,10 @@ class ByteReader {
   explicit ByteReader(std::span<const std::byte> data) noexcept : data_(data) {}
 
   /// Copies the next `size` bytes to `out`.
-  void read_bytes(void* out, std::size_t size) { std::memcpy(out, take(size).data(), size); }
+  void read_bytes(void* out, std::size_t size) {
+    const auto bytes = take(size);
+    if (size != 0) std::memcpy(out, bytes.data(), size);  // an empty vector's data() may be null
+  }
 
   /// Returns a view of the next `size` bytes and skips them.
   std::span<const std::byte> take(std::size_t size) {

@@ -13,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/checks.hpp>
 #include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/functional.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -76,17 +78,18 @@ class ChildInput final : public InputSlot {
   std::size_t child_;
 };
 
-/// Child `child` of a container: yields container->next_for(child). Its state lives in the
-/// container.
-template <class E, class Container>
+/// Child `child` of a container: yields project(container->next_for(child)). Its state lives in
+/// the container.
+template <class E, class Container, class Project = Identity>
 class ChildPipe final : public IterDataPipe<E> {
  public:
   /// A child is named after its container: "fork_child", "demux_child", ...
   static constexpr std::string_view kNameSuffix = "_child";
 
-  ChildPipe(std::shared_ptr<Container> container, std::size_t child)
+  ChildPipe(std::shared_ptr<Container> container, std::size_t child, Project project = {})
       : IterDataPipe<E>(std::string(container->name()) + std::string(kNameSuffix)),
-        container_(std::move(container), child) {}
+        container_(std::move(container), child),
+        project_(std::move(project)) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(container_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<ChildPipe>(*this); }
@@ -95,26 +98,42 @@ class ChildPipe final : public IterDataPipe<E> {
   [[nodiscard]] std::size_t child() const noexcept { return container_.child(); }
 
  protected:
-  std::optional<E> next_impl() override { return container_->next_for(container_.child()); }
+  std::optional<E> next_impl() override {
+    auto element = container_->next_for(container_.child());
+    if (!element) return std::nullopt;
+    return std::optional<E>(std::in_place, project_(std::move(*element)));
+  }
   [[nodiscard]] std::optional<std::size_t> length_impl() const override {
     return container_->child_length(container_.child());
+  }
+  [[nodiscard]] std::string no_length_reason() const override {
+    if constexpr (requires(const Container& container) { container.child_no_length_reason(); }) {
+      return container_->child_no_length_reason();
+    } else {
+      return IterDataPipe<E>::no_length_reason();
+    }
   }
 
  private:
   ChildInput<Container> container_;
+  Project project_;
 };
 
-/// Handles to children 0..n-1 of `container`.
-template <class E, class Container>
-std::vector<IterPipe<E>> make_children(const std::shared_ptr<Container>& container) {
+/// Handles to children 0..n-1 of `container`; child i reads project(i) of each element.
+template <class E, class Container, class MakeProject>
+std::vector<IterPipe<E>> make_children(const std::shared_ptr<Container>& container, MakeProject make_project) {
   std::vector<IterPipe<E>> children;
   for (std::size_t i = 0; i < container->num_children(); ++i) {
-    children.emplace_back(std::make_shared<ChildPipe<E, Container>>(container, i));
+    using Project = decltype(make_project(i));
+    children.emplace_back(std::make_shared<ChildPipe<E, Container, Project>>(container, i, make_project(i)));
   }
   return children;
 }
 
-/// Throws InvalidArgument unless n >= 1 (torchdata's fork/demux check).
-void require_instances(std::size_t num_instances);
+/// Handles to children 0..n-1 of `container`, each reading whole elements.
+template <class E, class Container>
+std::vector<IterPipe<E>> make_children(const std::shared_ptr<Container>& container) {
+  return make_children<E>(container, [](std::size_t) { return Identity{}; });
+}
 
 }  // namespace dpipe::detail
