@@ -33,6 +33,7 @@ DataPipe::DataPipe(const DataPipe& other)
     : std::enable_shared_from_this<DataPipe>(other),
       id_(next_node_id()),
       name_(other.name_),
+      tag_(other.tag_),
       replicable_(other.replicable_) {}
 
 std::string DataPipe::label() const { return fmt::format("{}#{}", name_, id_); }
@@ -60,6 +61,10 @@ std::size_t DataPipe::replace_input(const DataPipe& old, const DataPipePtr& repl
 
 DataPipePtr DataPipe::make_placeholder() const {
   DPIPE_THROW(NotSupportedError, "{} ({}) has no placeholder", label(), element_type());
+}
+
+DataPipePtr DataPipe::make_prefetch(std::size_t /*buffer_size*/) {
+  DPIPE_THROW(NotSupportedError, "{} ({}) is not an iter pipe: it cannot be prefetched", label(), element_type());
 }
 
 bool DataPipe::save_state(StateWriter& /*writer*/) const { return false; }

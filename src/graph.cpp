@@ -7,10 +7,13 @@
 #include <unordered_set>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/graph/dispatch.hpp>
 #include <dpipe/graph/dot.hpp>
 #include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/linter.hpp>
 #include <dpipe/graph/settings.hpp>
+#include <dpipe/graph/statistics.hpp>
 
 namespace dpipe::graph {
 namespace {
@@ -322,6 +325,75 @@ std::size_t apply_shuffle_settings(const DataPipePtr& root, std::optional<bool> 
     }
   }
   return count;
+}
+
+// --- linter ---------------------------------------------------------------------------------------
+
+namespace {
+
+bool has_shuffler(const DataPipeGraph& graph) {
+  if (graph.empty()) return false;
+  return std::ranges::all_of(graph.entries, [](const GraphEntry& entry) {
+    return is_a<ShufflingDataPipe>(entry.node) || has_shuffler(entry.inputs);
+  });
+}
+
+bool shuffler_before_sharding(const DataPipeGraph& graph) {
+  return std::ranges::all_of(graph.entries, [](const GraphEntry& entry) {
+    return is_a<ShardingDataPipe>(entry.node) ? has_shuffler(entry.inputs) : shuffler_before_sharding(entry.inputs);
+  });
+}
+
+}  // namespace
+
+bool check_shuffle_before_sharding(const DataPipePtr& root) { return shuffler_before_sharding(traverse_dps(root)); }
+
+bool has_sharding(const DataPipePtr& root) {
+  const auto nodes = list_dps(traverse_dps(root));
+  return std::ranges::any_of(nodes, [](const DataPipePtr& node) { return is_a<ShardingDataPipe>(node); });
+}
+
+// --- statistics -----------------------------------------------------------------------------------
+
+void enable_statistics(const DataPipePtr& root, bool enabled) {
+  for (const auto& node : list_dps(traverse_dps(root))) {
+    if (auto* iter = dynamic_cast<IterDataPipeBase*>(node.get())) iter->set_counting(enabled);
+  }
+}
+
+std::vector<NodeStatistics> statistics(const DataPipePtr& root) {
+  std::vector<NodeStatistics> rows;
+  for (const auto& node : list_dps(traverse_dps(root))) {
+    const auto* iter = dynamic_cast<const IterDataPipeBase*>(node.get());
+    if (iter == nullptr || iter->counters() == nullptr) continue;
+    const auto& counters = *iter->counters();
+    NodeStatistics row{node->id(),
+                       node->label(),
+                       counters.calls,
+                       counters.elements,
+                       std::chrono::nanoseconds(counters.nanoseconds),
+                       std::chrono::nanoseconds(counters.nanoseconds)};
+    IdSet seen;
+    for (const auto& input : node->inputs()) {
+      const auto* upstream = dynamic_cast<const IterDataPipeBase*>(input.get());
+      if (upstream == nullptr || upstream->counters() == nullptr || !seen.insert(input->id()).second) continue;
+      row.exclusive -= std::chrono::nanoseconds(upstream->counters()->nanoseconds);
+    }
+    row.exclusive = std::max(row.exclusive, std::chrono::nanoseconds(0));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string format_statistics(const std::vector<NodeStatistics>& rows) {
+  std::string table =
+      fmt::format("{:<32} {:>12} {:>10} {:>14} {:>14}\n", "node", "elements", "calls", "total ms", "own ms");
+  for (const auto& row : rows) {
+    table +=
+        fmt::format("{:<32} {:>12} {:>10} {:>14.3f} {:>14.3f}\n", row.label, row.elements, row.calls,
+                    static_cast<double>(row.inclusive.count()) / 1e6, static_cast<double>(row.exclusive.count()) / 1e6);
+  }
+  return table;
 }
 
 // --- pictures -------------------------------------------------------------------------------------

@@ -15,10 +15,8 @@ std::shared_ptr<spdlog::logger> make_logger() {
   auto created = spdlog::stderr_color_mt("dpipe");
   created->set_level(spdlog::level::warn);
   if (const char* level = std::getenv("DPIPE_LOG_LEVEL"); level != nullptr && *level != '\0') {
-    const auto parsed = spdlog::level::from_str(level);
-    // from_str maps unknown names to "off"; an explicit "off" is the only way to ask for it.
-    if (parsed != spdlog::level::off || std::string(level) == "off") {
-      created->set_level(parsed);
+    if (const auto parsed = detail::parse_log_level(level)) {
+      created->set_level(static_cast<spdlog::level::level_enum>(*parsed));
     } else {
       created->warn("DPIPE_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, critical, off; using warn",
                     level);
@@ -35,8 +33,21 @@ std::shared_ptr<spdlog::logger> logger() {
 }
 
 namespace detail {
-void log_warning(std::string_view message) { logger()->warn("{}", message); }
-void log_debug(std::string_view message) { logger()->debug("{}", message); }
+
+std::optional<int> parse_log_level(std::string_view name) {
+  static constexpr std::pair<std::string_view, spdlog::level::level_enum> kLevels[] = {
+      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
+      {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"critical", spdlog::level::critical},
+      {"off", spdlog::level::off},
+  };
+  for (const auto& [text, level] : kLevels) {
+    if (name == text) return static_cast<int>(level);
+  }
+  return std::nullopt;
+}
+
+void write_warning(std::string_view message) { logger()->warn("{}", message); }
+void write_debug(std::string_view message) { logger()->debug("{}", message); }
 }  // namespace detail
 
 }  // namespace dpipe

@@ -147,46 +147,33 @@ void PythonRandom::seed(std::uint64_t seed) {
   index_ = kStateSize;
 }
 
-std::uint32_t PythonRandom::next_uint32() {
+void PythonRandom::twist() {
   constexpr std::size_t kShift = 397;
   constexpr std::uint32_t kMatrixA = 0x9908b0dfU;
   constexpr std::uint32_t kUpperMask = 0x80000000U;
   constexpr std::uint32_t kLowerMask = 0x7fffffffU;
-  if (index_ >= kStateSize) {
-    const auto twist = [&](std::size_t k, std::size_t next, std::size_t far) {
-      const std::uint32_t y = (state_[k] & kUpperMask) | (state_[next] & kLowerMask);
-      state_[k] = state_[far] ^ (y >> 1) ^ ((y & 1U) ? kMatrixA : 0U);
-    };
-    std::size_t k = 0;
-    for (; k < kStateSize - kShift; ++k) twist(k, k + 1, k + kShift);
-    for (; k < kStateSize - 1; ++k) twist(k, k + 1, k + kShift - kStateSize);
-    twist(kStateSize - 1, 0, kShift - 1);
-    index_ = 0;
-  }
-  // A corrupted restored index is caught by the bounds check above (index_ >= size regenerates).
-  std::uint32_t y = state_[index_++];
-  y ^= y >> 11;
-  y ^= (y << 7) & 0x9d2c5680U;
-  y ^= (y << 15) & 0xefc60000U;
-  y ^= y >> 18;
-  return y;
+  const auto mix = [&](std::size_t k, std::size_t next, std::size_t far) {
+    const std::uint32_t y = (state_[k] & kUpperMask) | (state_[next] & kLowerMask);
+    state_[k] = state_[far] ^ (y >> 1) ^ ((y & 1U) ? kMatrixA : 0U);
+  };
+  std::size_t k = 0;
+  for (; k < kStateSize - kShift; ++k) mix(k, k + 1, k + kShift);
+  for (; k < kStateSize - 1; ++k) mix(k, k + 1, k + kShift - kStateSize);
+  mix(kStateSize - 1, 0, kShift - 1);
+  index_ = 0;
 }
 
-std::uint64_t PythonRandom::getrandbits(unsigned bits) {
+std::uint64_t PythonRandom::wide_bits(unsigned bits) {
   if (bits > 64) DPIPE_THROW(InvalidArgument, "getrandbits supports at most 64 bits, got {}", bits);
-  if (bits == 0) return 0;
-  if (bits <= 32) return next_uint32() >> (32 - bits);
   const std::uint64_t low = next_uint32();
   const std::uint64_t high = next_uint32() >> (64 - bits);
   return low | (high << 32);
 }
 
-std::uint64_t PythonRandom::randbelow(std::uint64_t n) {
-  if (n == 0) DPIPE_THROW(InvalidArgument, "randbelow requires n > 0");
-  const auto bits = static_cast<unsigned>(std::bit_width(n));
-  std::uint64_t r = getrandbits(bits);
-  while (r >= n) r = getrandbits(bits);
-  return r;
+void PythonRandom::throw_empty_randbelow() { DPIPE_THROW(InvalidArgument, "randbelow requires n > 0"); }
+
+void PythonRandom::throw_empty_randint(std::int64_t low, std::int64_t high) {
+  DPIPE_THROW(InvalidArgument, "empty range for randint({}, {})", low, high);
 }
 
 double PythonRandom::random() {
@@ -206,12 +193,6 @@ std::size_t PythonRandom::choose_index(const std::vector<double>& weights) {
   // bisect_right(cumulative, random() * total, 0, n - 1)
   const auto last = cumulative.end() - 1;
   return static_cast<std::size_t>(std::upper_bound(cumulative.begin(), last, random() * total) - cumulative.begin());
-}
-
-std::int64_t PythonRandom::randint(std::int64_t low, std::int64_t high) {
-  if (low > high) DPIPE_THROW(InvalidArgument, "empty range for randint({}, {})", low, high);
-  const auto width = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) + 1;
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + randbelow(width));
 }
 
 }  // namespace dpipe

@@ -17,7 +17,7 @@ void SharedBuffer::start_child(std::size_t child) {
   } else if (child_generation_[child] == generation_) {
     ++generation_;
     if (!all_exhausted()) {
-      dpipe::log_warning(
+      log_warning(
           "Some child DataPipes are not exhausted when __iter__ is called. We are resetting the "
           "buffer and each child DataPipe will read from the start again. ({})",
           label());

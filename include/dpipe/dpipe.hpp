@@ -6,6 +6,7 @@
 #define DPIPE_VERSION_MINOR 1
 #define DPIPE_VERSION_PATCH 0
 
+#include <dpipe/adapter.hpp>
 #include <dpipe/core/checks.hpp>
 #include <dpipe/core/collate.hpp>
 #include <dpipe/core/compact.hpp>
@@ -13,10 +14,10 @@
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/functional.hpp>
-#include <dpipe/core/input.hpp>
 #include <dpipe/core/input_list.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/core/lazy_iterator.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/map_datapipe.hpp>
 #include <dpipe/core/map_pipe.hpp>
@@ -24,11 +25,14 @@
 #include <dpipe/core/range_access.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/core/type_name.hpp>
+#include <dpipe/dataloader2.hpp>
 #include <dpipe/graph/dispatch.hpp>
 #include <dpipe/graph/dot.hpp>
 #include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/linter.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/graph/state.hpp>
+#include <dpipe/graph/statistics.hpp>
 #include <dpipe/iter/batch.hpp>
 #include <dpipe/iter/bucketbatch.hpp>
 #include <dpipe/iter/concat.hpp>
@@ -68,4 +72,7 @@
 #include <dpipe/random/philox.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>
+#include <dpipe/reading_service/in_process.hpp>
+#include <dpipe/reading_service/reading_service.hpp>
+#include <dpipe/reading_service/sequential.hpp>
 #include <dpipe/serialization/serializer.hpp>

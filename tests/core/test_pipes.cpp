@@ -11,6 +11,7 @@
 #include <range/v3/view/iota.hpp>
 #include <range/v3/view/take.hpp>
 #include <range/v3/view/transform.hpp>
+#include <spdlog/logger.h>
 
 #include <dpipe/dpipe.hpp>
 
@@ -205,6 +206,61 @@ TEST_CASE("type_name: readable names", "[core][type_name]") {
   CHECK(dpipe::type_name<int>() == "int");
   CHECK(dpipe::type_name<std::string>() == "std::string");
   CHECK(dpipe::type_name<std::vector<std::string>>().starts_with("std::vector<std::string"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("DataPipe: tags are kept by clones and let services find nodes", "[core][datapipe]") {
+  auto pipe = iter::from({1, 2, 3}).map([](int x) { return x * 2; }).tag("expensive").batch(2);
+  auto copy = dpipe::graph::clone(pipe);
+  const auto tagged = [](const auto& root) {
+    std::vector<std::string> tags;
+    for (const auto& node : dpipe::graph::list_dps(dpipe::graph::traverse_dps(root))) tags.push_back(node->tag());
+    return tags;
+  };
+  CHECK(tagged(pipe) == std::vector<std::string>{"", "expensive", ""});
+  CHECK(tagged(copy) == std::vector<std::string>{"", "expensive", ""});
+  CHECK(dpipe::graph::fingerprint(pipe.ptr()) ==
+        dpipe::graph::fingerprint(iter::from({1}).map([](int x) { return x; }).batch(2).ptr()));
+}
+
+TEST_CASE("ParallelizableMap: a map node becomes a threadpool_map with the same function",
+          "[core][datapipe][concurrency]") {
+  auto source = iter::from({1, 2, 3, 4});
+  auto mapped = source.map([](int x) { return x * 10; }).tag("t");
+  auto& map = dynamic_cast<dpipe::ParallelizableMap&>(mapped.node());
+  auto parallel = dpipe::graph::as_iter<int>(map.to_threadpool_map(2, 4));
+  CHECK(parallel.node().name() == "threadpool_map");
+  CHECK(parallel.node().tag() == "t");
+  CHECK(parallel.node().inputs()[0] == source.ptr());
+  CHECK(dpipe::testing::collect(parallel) == std::vector<int>{10, 20, 30, 40});
+}
+
+TEST_CASE("Logging: DPIPE_LOG_LEVEL names spdlog's levels", "[core][logging]") {
+  using dpipe::detail::parse_log_level;
+  CHECK(parse_log_level("trace") == 0);
+  CHECK(parse_log_level("debug") == 1);
+  CHECK(parse_log_level("info") == 2);
+  CHECK(parse_log_level("warn") == 3);
+  CHECK(parse_log_level("error") == 4);
+  CHECK(parse_log_level("critical") == 5);
+  CHECK(parse_log_level("off") == 6);
+  CHECK(parse_log_level("verbose") == std::nullopt);
+  CHECK(parse_log_level("") == std::nullopt);
+  CHECK(dpipe::logger()->name() == "dpipe");
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("IterPipe: dereferencing at the end is an error, not undefined behaviour", "[core][iterator]") {
+  auto empty = iter::from(std::vector<int>{});
+  auto it = empty.begin();
+  CHECK(it == empty.end());
+  CHECK_THROWS_MATCHES(*it, dpipe::UsageError, Catch::Message("dereferencing an iterator at the end of its iteration"));
 }
 
 }  // namespace

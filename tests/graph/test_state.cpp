@@ -48,7 +48,7 @@ TEST_CASE("graph state: a blob from another graph is refused", "[graph][state]")
   const auto blob = saved_after(3);
   auto other = iter::from(range(10)).batch(5);
   CHECK_THROWS_WITH(graph::load_state(other, blob),
-                    Catch::Matches("the checkpoint was saved from a different pipeline \\(graph fingerprint "
+                    Catch::Matches("the graph checkpoint was saved from a different pipeline \\(graph fingerprint "
                                    "[0-9a-f]{16}, this pipeline's is [0-9a-f]{16}\\); restore it into a pipeline built "
                                    "by the same code"));
   CHECK(graph::fingerprint(make_pipeline().ptr()) == graph::fingerprint(make_pipeline().ptr()));
@@ -60,22 +60,22 @@ TEST_CASE("graph state: truncated / corrupted and foreign blobs are refused", "[
   auto target = make_pipeline();
   CHECK_THROWS_MATCHES(
       graph::load_state(target, std::span(blob).first(10)), dpipe::StateError,
-      Catch::Message("the checkpoint is truncated: 10 bytes, fewer than the 36-byte header and trailer"));
-  for (const std::size_t size : {std::size_t{36}, blob.size() / 2, blob.size() - 1}) {
+      Catch::Message("the graph checkpoint is truncated: 10 bytes, fewer than its 20-byte envelope"));
+  for (const std::size_t size : {std::size_t{20}, std::size_t{36}, blob.size() / 2, blob.size() - 1}) {
     CHECK_THROWS_AS(graph::load_state(target, std::span(blob).first(size)), dpipe::StateError);
   }
   auto flipped = blob;
   flipped[blob.size() / 2] ^= std::byte{0x40};
   CHECK_THROWS_MATCHES(graph::load_state(target, flipped), dpipe::StateError,
-                       Catch::Message("the checkpoint is corrupted: its checksum does not match its contents"));
+                       Catch::Message("the graph checkpoint is corrupted: its checksum does not match its contents"));
   auto foreign = blob;
   foreign[0] = std::byte{'X'};
   CHECK_THROWS_MATCHES(graph::load_state(target, foreign), dpipe::StateError,
-                       Catch::Message("the bytes are not a dpipe graph checkpoint (bad magic)"));
+                       Catch::Message("the bytes are not a graph checkpoint (bad magic)"));
   auto future = blob;
   future[8] = std::byte{9};
   CHECK_THROWS_MATCHES(graph::load_state(target, future), dpipe::StateError,
-                       Catch::Message("the checkpoint has format version 9, this dpipe reads version 1"));
+                       Catch::Message("the graph checkpoint has format version 9, this dpipe reads version 1"));
   graph::load_state(target, blob);  // the graph is still usable with a good blob
   CHECK(dpipe::testing::collect(target).size() == 40 - 7);
 }

@@ -56,7 +56,7 @@ TEST_CASE("map_batches: battery / the last short batch is processed too", "[iter
                        dpipe::InvalidArgument, Catch::Message("Batch size is required to be larger than 0!"));
 }
 
-TEST_CASE("groupby: torchdata's grouping, eviction and end-of-stream order", "[iter][groupby][battery]") {
+TEST_CASE("groupby: torchdata's grouping / eviction and end-of-stream order", "[iter][groupby][battery]") {
   const auto mod = [](int m) { return [m](const int& x) { return x % m; }; };
   check_battery([&] { return iter::from(range(10)).groupby(mod(3), GroupByOptions()); },
                 Groups{{0, 3, 6, 9}, {1, 4, 7}, {2, 5, 8}}, std::nullopt);
@@ -113,7 +113,7 @@ TEST_CASE("in_batch_shuffle: random.sample per batch for a seed / pass-through w
   CHECK(collect(pipe) == Groups{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}});
 }
 
-TEST_CASE("bucketbatch: torchdata's composition, seeded by the graph seeder", "[iter][bucketbatch][battery]") {
+TEST_CASE("bucketbatch: torchdata's composition / seeded by the graph seeder", "[iter][bucketbatch][battery]") {
   const auto seeded = [](auto pipe) {
     dpipe::SeedGenerator seeds(0);
     dpipe::graph::set_graph_random_seed(pipe.ptr(), seeds);

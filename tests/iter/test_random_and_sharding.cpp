@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -195,6 +196,28 @@ TEST_CASE("random_split: one split at a time (T54) / override_seed / errors", "[
   CHECK_THROWS_MATCHES(collect(too_long[0]), dpipe::InvalidArgument,
                        Catch::Message(too_long[0].node().inputs()[0]->label() +
                                       ": the source has more than total_length = 10 elements"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("DrainOrder: the same order as popping from a list", "[iter][shuffle]") {
+  std::mt19937 random(7);
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{64},
+                           std::size_t{1000}}) {
+    std::vector<std::size_t> list(size);
+    std::iota(list.begin(), list.end(), 0);
+    dpipe::detail::DrainOrder order;
+    order.assign(size);
+    while (!list.empty()) {
+      const std::size_t k = random() % list.size();
+      const std::size_t expected = list[k];
+      list.erase(list.begin() + static_cast<std::ptrdiff_t>(k));
+      CHECK(order.take(k) == expected);
+      CHECK(order.remaining() == list.size());
+    }
+  }
 }
 
 }  // namespace

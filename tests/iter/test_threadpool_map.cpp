@@ -80,7 +80,8 @@ TEST_CASE("threadpool_map: reads at most max_in_flight elements ahead", "[iter][
   }
 }
 
-TEST_CASE("threadpool_map: stopping mid-stream, a new iteration, destruction", "[iter][threadpool_map][concurrency]") {
+TEST_CASE("threadpool_map: stopping mid-stream / a new iteration / destruction",
+          "[iter][threadpool_map][concurrency]") {
   auto pipe = iter::from(range(500)).threadpool_map([](int x) { return x + 1; }, 4, 16);
   auto it = pipe.begin();
   for (int i = 0; i < 10; ++i) ++it;

@@ -85,6 +85,11 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   /// an edge reads; nothing changes then.
   std::size_t replace_input(const DataPipe& old, const DataPipePtr& replacement);
 
+  /// A free-form label users attach to find nodes later (a reading service may act on tagged
+  /// nodes). Copied by clone; not part of the graph's fingerprint.
+  [[nodiscard]] const std::string& tag() const noexcept { return tag_; }
+  void set_tag(std::string tag) { tag_ = std::move(tag); }
+
   /// Whether MultiProcessingReadingService may run a copy of this node in each worker. A node that
   /// is not replicable, and everything downstream of it, stays in the main process.
   [[nodiscard]] virtual bool is_replicable() const noexcept { return replicable_; }
@@ -99,6 +104,9 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   /// _DummyIterDataPipe): MultiProcessingReadingService replaces the dispatched branch with one,
   /// then with a queue client. Iterating a placeholder throws UsageError.
   [[nodiscard]] virtual DataPipePtr make_placeholder() const;
+  /// `prefetch(buffer_size)` on this node (an iter pipe), for reading services that only see the
+  /// type-erased graph.
+  [[nodiscard]] virtual DataPipePtr make_prefetch(std::size_t buffer_size);
 
   /// Writes the node's own iteration state (not its inputs': each node saves itself). Returns
   /// false when the node does not support checkpoints (the default, for user nodes that do not
@@ -121,6 +129,7 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
  private:
   std::uint64_t id_;
   std::string name_;
+  std::string tag_;
   bool replicable_ = true;
 };
 
@@ -140,6 +149,14 @@ class RandomDataPipe {
 class ShufflingDataPipe : public RandomDataPipe {
  public:
   virtual void set_shuffle(bool enabled) = 0;
+};
+
+/// A map node that can be turned into a threadpool_map with the same function and input.
+class ParallelizableMap {
+ public:
+  virtual ~ParallelizableMap() = default;
+  /// A threadpool_map node reading this node's input with this node's function.
+  [[nodiscard]] virtual DataPipePtr to_threadpool_map(std::size_t threads, std::size_t max_in_flight) const = 0;
 };
 
 /// A node that keeps only its share of the stream (torchdata's `apply_sharding`).

@@ -57,6 +57,13 @@ class StateError : public Error {
   using Error::Error;
 };
 
+/// A node of the graph cannot save its state (a user node without save_state/load_state).
+/// DataLoader2 falls back to replaying the epoch when it meets one.
+class StateNotSupportedError : public StateError {
+ public:
+  using StateError::StateError;
+};
+
 /// Bytes that do not decode into the expected value (truncated or malformed input).
 class SerializationError : public Error {
  public:

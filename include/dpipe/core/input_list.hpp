@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
 namespace dpipe::detail {

@@ -1,10 +1,11 @@
 #pragma once
 /// \file
-/// IterDataPipe<T>: the base of stream nodes. Subclass it for a custom node (see
-/// examples/custom_node.cpp): implement next_impl(), for_each_input() and clone_self(); override
-/// reset_impl() when the node keeps per-iteration state, pull_impl() to produce elements in bulk,
-/// length_impl() when the length is known, and save_state()/load_state() for checkpoints.
+/// IterDataPipe<T>: the base of stream nodes, and Input<T>, a node's typed edge to one. Subclass it for a custom node
+/// (see examples/custom_node.cpp): implement next_impl(), for_each_input() and clone_self(); override reset_impl() when
+/// the node keeps per-iteration state, pull_impl() to produce elements in bulk, length_impl() when the length is known,
+/// and save_state()/load_state() for checkpoints.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,6 +40,17 @@ class IterDataPipeBase : public DataPipe {
   /// Makes the next reset() continue the current (restored) iteration instead of starting anew.
   void continue_on_next_reset() noexcept { continue_restored_ = true; }
 
+  /// What next() and pull() have done since counting was switched on (graph::enable_statistics).
+  struct Counters {
+    std::uint64_t calls = 0;
+    std::uint64_t elements = 0;
+    std::uint64_t nanoseconds = 0;  // inside next() / pull(), upstream work included
+  };
+  /// Switches counting on (fresh counters) or off.
+  void set_counting(bool enabled) { counters_ = enabled ? std::make_unique<Counters>() : nullptr; }
+  /// The counters, or nullptr when counting is off.
+  [[nodiscard]] const Counters* counters() const noexcept { return counters_.get(); }
+
   /// The number of elements one iteration yields, when the node knows it.
   [[nodiscard]] std::optional<std::size_t> length() const { return length_impl(); }
 
@@ -50,7 +62,17 @@ class IterDataPipeBase : public DataPipe {
 
  protected:
   explicit IterDataPipeBase(std::string name) : DataPipe(std::move(name)) {}
-  IterDataPipeBase(const IterDataPipeBase&) = default;
+  /// Copies the configuration; a copy does not count.
+  IterDataPipeBase(const IterDataPipeBase& other)
+      : DataPipe(other), iteration_(other.iteration_), continue_restored_(other.continue_restored_) {}
+
+  /// Adds one call's work to the counters (when counting).
+  void count(std::uint64_t elements, std::chrono::steady_clock::time_point start) noexcept {
+    counters_->calls += 1;
+    counters_->elements += elements;
+    counters_->nanoseconds += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  }
 
   /// Resets per-iteration state. The default resets every input edge; override it to clear the
   /// node's own state too (and call the base or reset the edges yourself).
@@ -67,6 +89,7 @@ class IterDataPipeBase : public DataPipe {
  private:
   std::uint64_t iteration_ = 0;
   bool continue_restored_ = false;
+  std::unique_ptr<Counters> counters_;
 };
 
 /// A node producing a stream of T. The public functions are non-virtual wrappers over the
@@ -81,13 +104,29 @@ class IterDataPipe : public IterDataPipeBase {
   [[nodiscard]] std::string element_type() const final { return type_name<T>(); }
 
   /// The next element, or std::nullopt at the end of the stream (and on every call after it).
-  std::optional<T> next() { return next_impl(); }
+  std::optional<T> next() {
+    if (counters() == nullptr) [[likely]]
+      return next_impl();
+    const auto start = std::chrono::steady_clock::now();
+    auto element = next_impl();
+    count(element ? 1 : 0, start);
+    return element;
+  }
 
   /// Appends up to `n` elements to `out`; returns how many. Fewer than `n` means the stream ended.
   /// When it throws, the elements it appended before throwing precede the failure in the stream.
-  std::size_t pull(std::vector<T>& out, std::size_t n) { return pull_impl(out, n); }
+  std::size_t pull(std::vector<T>& out, std::size_t n) {
+    if (counters() == nullptr) [[likely]]
+      return pull_impl(out, n);
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t produced = pull_impl(out, n);
+    count(produced, start);
+    return produced;
+  }
 
   [[nodiscard]] DataPipePtr make_placeholder() const override;
+  /// Defined in <dpipe/iter/detail/prefetcher.hpp>, which this header includes at its end.
+  [[nodiscard]] DataPipePtr make_prefetch(std::size_t buffer_size) override;
 
  protected:
   explicit IterDataPipe(std::string name) : IterDataPipeBase(std::move(name)) {}
@@ -135,8 +174,73 @@ DataPipePtr IterDataPipe<T>::make_placeholder() const {
   return std::make_shared<detail::Placeholder<T>>();
 }
 
+/// A typed input edge. Thread-safety: used by the thread iterating the owning node.
+template <class T>
+class Input final : public InputSlot {
+ public:
+  Input() = default;
+  explicit Input(std::shared_ptr<IterDataPipe<T>> node) : node_(std::move(node)) {
+    if (!node_)
+      DPIPE_THROW(InvalidArgument, "an input pipe of {} is empty (a default-constructed handle)", type_name<T>());
+    iteration_ = node_->iteration();
+  }
+  Input(const Input&) = default;
+  Input& operator=(const Input&) = default;
+
+  /// The next upstream element, or std::nullopt at its end.
+  std::optional<T> next() {
+    check();
+    return node_->next();
+  }
+
+  /// Appends up to `n` upstream elements to `out`; fewer means the upstream ended.
+  std::size_t pull(std::vector<T>& out, std::size_t n) {
+    check();
+    return node_->pull(out, n);
+  }
+
+  /// The upstream length, if known.
+  [[nodiscard]] std::optional<std::size_t> length() const { return node_->length(); }
+
+  /// The upstream node.
+  [[nodiscard]] IterDataPipe<T>& node() const noexcept { return *node_; }
+  /// The upstream node, shared.
+  [[nodiscard]] const std::shared_ptr<IterDataPipe<T>>& shared() const noexcept { return node_; }
+
+  [[nodiscard]] DataPipePtr target() const override { return node_; }
+
+  [[nodiscard]] bool try_assign(const DataPipePtr& replacement) override {
+    auto typed = std::dynamic_pointer_cast<IterDataPipe<T>>(replacement);
+    if (!typed) return false;
+    node_ = std::move(typed);
+    rebind();
+    return true;
+  }
+
+  [[nodiscard]] std::string expected_type() const override { return "an iter pipe of " + type_name<T>(); }
+
+  void reset() override {
+    node_->reset();
+    iteration_ = node_->iteration();
+  }
+
+  void rebind() noexcept override { iteration_ = node_->iteration(); }
+
+ private:
+  void check() const {
+    if (iteration_ != node_->iteration()) [[unlikely]]
+      detail::throw_stale_iterator(*node_);
+  }
+
+  std::shared_ptr<IterDataPipe<T>> node_;
+  std::uint64_t iteration_ = 0;
+};
+
 /// Iter pipes of any element type.
 template <class P>
 concept iter_datapipe = std::derived_from<P, IterDataPipe<typename P::value_type>>;
 
 }  // namespace dpipe
+
+// The prefetch node and IterDataPipe<T>::make_prefetch, which every instantiation needs.
+#include <dpipe/iter/detail/prefetcher.hpp>

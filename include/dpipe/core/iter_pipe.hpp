@@ -23,10 +23,16 @@
 #include <dpipe/core/collate.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/lazy_iterator.hpp>
 
 namespace dpipe {
 
 class GroupByOptions;
+
+namespace detail {
+template <class T>
+struct NodeReader;
+}  // namespace detail
 
 /// Ordered (key, weight) pairs for random_split.
 using SplitWeights = std::vector<std::pair<std::string, double>>;
@@ -39,7 +45,8 @@ class IterPipe : public std::ranges::view_base {
  public:
   using value_type = T;
   using node_type = IterDataPipe<T>;
-  class iterator;
+  /// See detail::LazyIterator: reads lazily; a new iterator makes the previous one stale.
+  using iterator = detail::LazyIterator<T, detail::NodeReader<T>>;
 
   /// An empty handle; only assignment and destruction are valid on it.
   IterPipe() = default;
@@ -60,6 +67,13 @@ class IterPipe : public std::ranges::view_base {
   /// Starts a new iteration of the node and returns an iterator at its first element.
   [[nodiscard]] iterator begin() const;
   [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+  /// Tags the node (DataPipe::set_tag) and returns this handle, for use in chains:
+  /// `src.map(decode).tag("expensive")`.
+  const IterPipe& tag(std::string tag) const {
+    node().set_tag(std::move(tag));
+    return *this;
+  }
 
   /// The number of elements one iteration yields, when known.
   [[nodiscard]] std::optional<std::size_t> length() const { return node().length(); }
@@ -199,72 +213,29 @@ class IterPipe : public std::ranges::view_base {
   std::shared_ptr<IterDataPipe<T>> node_;
 };
 
-/// The iterator of an IterPipe: an input iterator over one iteration of the node. It reads lazily:
-/// the next element is pulled when the iterator is compared with end() or dereferenced, so inside
-/// a range-for body the node has produced exactly the elements the body has received (a checkpoint
-/// taken there covers them and no more). An exception from the pipeline surfaces there too.
-/// Copies share the iteration, as input iterators do. Dereferencing gives a mutable reference, so
-/// the body may move the element out.
+namespace detail {
+
+/// How an IterPipe iterator reads: the node's next(), after checking that the node's iteration is
+/// still the one the iterator started.
 template <class T>
-class IterPipe<T>::iterator {
- public:
-  using value_type = T;
-  using difference_type = std::ptrdiff_t;
-  using reference = T&;
-  using pointer = T*;
-  using iterator_category = std::input_iterator_tag;  // range-v3 reads the C++17 traits
-  using iterator_concept = std::input_iterator_tag;
+struct NodeReader {
+  std::shared_ptr<IterDataPipe<T>> node;
+  std::uint64_t iteration;
 
-  iterator() = default;
-
-  [[nodiscard]] T& operator*() const { return *cursor_->fetch(); }
-  [[nodiscard]] T* operator->() const { return &**this; }
-
-  iterator& operator++() {
-    cursor_->fetch();  // consumes the current element even if it was never looked at
-    cursor_->fetched = false;
-    return *this;
+  std::optional<T> read() {
+    if (node->iteration() != iteration) [[unlikely]]
+      throw_stale_iterator(*node);
+    return node->next();
   }
-  void operator++(int) { ++*this; }
-
-  [[nodiscard]] friend bool operator==(const iterator& it, std::default_sentinel_t) {
-    return !it.cursor_ || !it.cursor_->fetch().has_value();
-  }
-
- private:
-  friend class IterPipe<T>;
-
-  /// One iteration of the node, shared by the copies of an iterator.
-  struct Cursor {
-    std::shared_ptr<IterDataPipe<T>> node;
-    std::uint64_t iteration;
-    std::optional<T> current;
-    bool fetched = false;
-
-    /// The current element, pulling it unless it is still unconsumed; std::nullopt at the end.
-    std::optional<T>& fetch() {
-      if (node->iteration() != iteration) [[unlikely]]
-        detail::throw_stale_iterator(*node);
-      if (!fetched) {
-        current = node->next();
-        fetched = true;
-      }
-      return current;
-    }
-  };
-
-  explicit iterator(std::shared_ptr<IterDataPipe<T>> node) : cursor_(std::make_shared<Cursor>()) {
-    cursor_->iteration = node->iteration();
-    cursor_->node = std::move(node);
-  }
-
-  std::shared_ptr<Cursor> cursor_;
+  [[nodiscard]] static bool end_is_final() noexcept { return true; }
 };
+
+}  // namespace detail
 
 template <class T>
 typename IterPipe<T>::iterator IterPipe<T>::begin() const {
   node().reset();
-  return iterator(node_);
+  return iterator(detail::NodeReader<T>{node_, node_->iteration()});
 }
 
 /// Builds a node of type `Node` from `args` and returns a handle to it.

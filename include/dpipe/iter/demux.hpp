@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/state.hpp>

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <dpipe/core/compact.hpp>
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/pending.hpp>
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/iter/detail/shared_buffer.hpp>

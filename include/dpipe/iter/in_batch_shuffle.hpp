@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>

@@ -8,13 +8,14 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/iter/threadpool_map.hpp>
 
 namespace dpipe::iter {
 
 template <class T, map_fn<T> F>
-class Mapper final : public IterDataPipe<map_result_t<F, T>> {
+class Mapper final : public IterDataPipe<map_result_t<F, T>>, public ParallelizableMap {
   using U = map_result_t<F, T>;
 
  public:
@@ -27,6 +28,12 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Mapper>(*this); }
+  [[nodiscard]] DataPipePtr to_threadpool_map(std::size_t threads, std::size_t max_in_flight) const override {
+    auto parallel =
+        std::make_shared<ThreadPoolMapper<T, F>>(IterPipe<T>(source_.shared()), fn_, threads, max_in_flight);
+    parallel->set_tag(this->tag());
+    return parallel;
+  }
   [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
   void load_state(StateReader& /*reader*/) override {}
 

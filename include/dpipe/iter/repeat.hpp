@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/state.hpp>
 

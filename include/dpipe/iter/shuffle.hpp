@@ -8,12 +8,14 @@
 
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/state.hpp>
+#include <dpipe/iter/detail/drain_order.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>
 
@@ -44,7 +46,13 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
     writer.write(pending_seed_);
     writer.write(draining_);
     writer.write(rng_);
-    detail::write_elements<T>(writer, *this, buffer_);
+    // The buffer in its current order (without the positions already drained).
+    std::vector<std::size_t> kept;
+    for (std::size_t i = 0; i < buffer_.size(); ++i) {
+      if (!draining_ || !drain_.taken(i)) kept.push_back(i);
+    }
+    detail::write_elements<T>(writer, *this,
+                              std::views::transform(kept, [this](std::size_t i) -> const T& { return buffer_[i]; }));
     return true;
   }
   void load_state(StateReader& reader) override {
@@ -57,12 +65,14 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
       DPIPE_THROW(StateError, "{}: the saved buffer holds {} elements, more than buffer_size {}", this->label(),
                   buffer_.size(), buffer_size_);
     }
+    if (draining_) drain_.assign(buffer_.size());
   }
 
  protected:
   void reset_impl() override {
     buffer_.clear();
     draining_ = false;
+    drain_.assign(0);
     if (enabled_) {
       rng_.seed(pending_seed_ ? *pending_seed_ : entropy_seed());
       pending_seed_.reset();
@@ -75,7 +85,7 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
     while (!draining_) {
       auto element = source_.next();
       if (!element) {
-        draining_ = true;
+        start_draining();
         break;
       }
       if (buffer_.size() == buffer_size_) return exchange(std::move(*element));
@@ -96,7 +106,7 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
       } else if (buffer_.size() < buffer_size_) {
         // Filling: these reads produce no output, so they cannot read ahead of it.
         const std::size_t wanted = buffer_size_ - buffer_.size();
-        if (source_.pull(buffer_, wanted) < wanted) draining_ = true;
+        if (source_.pull(buffer_, wanted) < wanted) start_draining();
       } else {
         // Full: each element read yields exactly one element, so read only what is still wanted.
         staging_.clear();
@@ -105,7 +115,7 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
         for (auto& element : staging_) out.push_back(exchange(std::move(element)));
         produced += got;
         staging_.clear();
-        if (got < wanted) draining_ = true;
+        if (got < wanted) start_draining();
       }
     }
     return produced;
@@ -121,12 +131,19 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
     return outgoing;
   }
 
+  void start_draining() {
+    draining_ = true;
+    drain_.assign(buffer_.size());
+  }
+
+  /// torchdata's `buffer.pop(randint(0, len - 1))`, without moving the elements.
   std::optional<T> drain_one() {
-    if (buffer_.empty()) return std::nullopt;
-    const auto index = static_cast<std::ptrdiff_t>(rng_.randint(0, static_cast<std::int64_t>(buffer_.size()) - 1));
-    std::optional<T> element(std::in_place, std::move(buffer_[static_cast<std::size_t>(index)]));
-    buffer_.erase(buffer_.begin() + index);
-    return element;
+    if (drain_.remaining() == 0) {
+      buffer_.clear();
+      return std::nullopt;
+    }
+    const auto k = static_cast<std::size_t>(rng_.randint(0, static_cast<std::int64_t>(drain_.remaining()) - 1));
+    return std::optional<T>(std::in_place, std::move(buffer_[drain_.take(k)]));
   }
 
   Input<T> source_;
@@ -135,7 +152,8 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
   std::optional<std::uint64_t> pending_seed_;
   PythonRandom rng_;
   std::vector<T> buffer_;
-  bool draining_ = false;
+  bool draining_ = false;     // the source ended: the buffer is being drained
+  detail::DrainOrder drain_;  // while draining, which buffer positions are left
   std::vector<T> staging_;
 };
 

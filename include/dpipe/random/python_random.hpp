@@ -5,6 +5,7 @@
 /// same seed. std::mt19937 with std::seed_seq is not equivalent.
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <unordered_set>
@@ -25,13 +26,34 @@ class PythonRandom {
   /// random.seed(seed) for a non-negative integer seed.
   void seed(std::uint64_t seed);
   /// The next 32-bit output of MT19937.
-  std::uint32_t next_uint32();
+  std::uint32_t next_uint32() {
+    if (index_ >= kStateSize) twist();  // also catches a corrupted restored index
+    std::uint32_t y = state_[index_++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680U;
+    y ^= (y << 15) & 0xefc60000U;
+    y ^= y >> 18;
+    return y;
+  }
   /// random.getrandbits(bits), for bits <= 64.
-  std::uint64_t getrandbits(unsigned bits);
+  std::uint64_t getrandbits(unsigned bits) {
+    if (bits <= 32) return bits == 0 ? 0 : next_uint32() >> (32 - bits);
+    return wide_bits(bits);
+  }
   /// random._randbelow(n): uniform in [0, n). REQUIRES: n > 0.
-  std::uint64_t randbelow(std::uint64_t n);
+  std::uint64_t randbelow(std::uint64_t n) {
+    if (n == 0) throw_empty_randbelow();
+    const auto bits = static_cast<unsigned>(std::bit_width(n));
+    std::uint64_t r = getrandbits(bits);
+    while (r >= n) r = getrandbits(bits);
+    return r;
+  }
   /// random.randint(low, high): uniform in [low, high]. REQUIRES: low <= high.
-  std::int64_t randint(std::int64_t low, std::int64_t high);
+  std::int64_t randint(std::int64_t low, std::int64_t high) {
+    if (low > high) throw_empty_randint(low, high);
+    const auto width = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) + 1;
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + randbelow(width));
+  }
 
   /// random.random(): uniform in [0, 1) with 53 random bits.
   double random();
@@ -50,6 +72,14 @@ class PythonRandom {
 
  private:
   static constexpr std::size_t kStateSize = 624;
+
+  /// Regenerates the 624 words of state (MT19937's twist).
+  void twist();
+  /// getrandbits for 33 .. 64 bits.
+  std::uint64_t wide_bits(unsigned bits);
+  [[noreturn]] static void throw_empty_randbelow();
+  [[noreturn]] static void throw_empty_randint(std::int64_t low, std::int64_t high);
+
   std::array<std::uint32_t, kStateSize> state_{};
   std::uint32_t index_ = kStateSize;
 };

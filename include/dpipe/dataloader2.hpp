@@ -1,0 +1,245 @@
+#pragma once
+/// \file
+/// DataLoader2<T> (torchdata's DataLoader2): owns a copy of a pipeline and of a reading service and
+/// runs the pipeline epoch after epoch: `for (auto& batch : loader) train_step(batch);`.
+///
+/// It follows torchdata's epoch protocol: the service's initialize() at the first iteration,
+/// initialize_iteration() at every epoch, finalize_iteration() at the end of an epoch (and on a
+/// stale iterator), finalize() at shutdown. Iterating again after any element was taken starts a
+/// new epoch; a new iterator invalidates the previous one; an exception from the pipeline shuts the
+/// loader down and reaches the caller with its own type.
+///
+/// Beyond torchdata: state_dict() / load_state_dict() restore exactly mid-epoch (see
+/// docs/checkpointing.md); without a reading service the loader still seeds the graph every epoch
+/// (torchdata's issue #1107) and still supports pause, resume and limit.
+///
+/// Thread-safety: one thread uses a loader and its iterators.
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <dpipe/adapter.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/core/lazy_iterator.hpp>
+#include <dpipe/core/map_pipe.hpp>
+#include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/statistics.hpp>
+#include <dpipe/reading_service/reading_service.hpp>
+
+namespace dpipe {
+namespace detail {
+
+/// DataLoader2's protocol, independent of the element type. Thread-safety: one thread.
+class LoaderCore {
+ public:
+  LoaderCore(DataPipePtr graph, const std::vector<AdapterPtr>& adapters, const AdapterContext& context,
+             const ReadingServiceInterface* service);
+  ~LoaderCore();
+  LoaderCore(const LoaderCore&) = delete;
+  LoaderCore& operator=(const LoaderCore&) = delete;
+
+  /// torchdata's __iter__: starts a new epoch when needed and returns the new iterator's id.
+  std::uint64_t start_iterator();
+  /// Elements the typed layer must read and drop before handing any out (replaying a restored
+  /// epoch for nodes without state support); resets to 0.
+  std::uint64_t take_replay();
+  /// Before a read through iterator `id`. Throws for a stale iterator; false when paused.
+  bool before_next(std::uint64_t id);
+  /// After a read: an element (true) or the end of the epoch (false).
+  void after_next(bool produced);
+  /// The pipeline threw: shut down (the caller rethrows).
+  void fail() noexcept;
+
+  /// The graph being run (after the reading service), and a counter of its changes.
+  [[nodiscard]] const DataPipePtr& root() const noexcept { return graph_; }
+  [[nodiscard]] std::uint64_t root_version() const noexcept { return root_version_; }
+
+  void seed(std::uint64_t seed);
+  void shutdown() noexcept;
+  void pause();
+  void resume();
+  void limit(std::optional<std::size_t> num_batches);
+  [[nodiscard]] std::vector<std::byte> state_dict();
+  void load_state_dict(std::span<const std::byte> blob);
+
+  [[nodiscard]] const DataPipePtr& graph_before_reading_service() const noexcept { return before_service_; }
+  [[nodiscard]] ReadingServiceInterface* reading_service() const noexcept { return service_.get(); }
+  [[nodiscard]] bool terminated() const noexcept { return terminated_; }
+  [[nodiscard]] bool paused() const noexcept { return paused_; }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] std::uint64_t elements_in_epoch() const noexcept { return taken_; }
+
+ private:
+  struct Restore;
+
+  void set_graph(DataPipePtr graph);
+  void adapt_once(const Restore* restore);
+  void start_epoch();
+  void continue_restored(Restore& restore);
+  void pause_graph() noexcept;
+
+  DataPipePtr graph_;
+  DataPipePtr before_service_;
+  std::unique_ptr<ReadingServiceInterface> service_;
+  std::uint64_t root_version_ = 0;
+  bool adapted_ = false;
+  bool reset_iter_ = true;
+  bool terminated_ = false;
+  bool paused_ = false;
+  std::optional<std::uint64_t> valid_iterator_;
+  SeedGenerator seeds_;
+  SeedGenerator initial_seeds_;
+  std::optional<std::uint64_t> seed_;
+  bool reset_seed_ = true;
+  std::uint64_t epoch_ = 0;  // epochs started
+  std::uint64_t taken_ = 0;  // elements handed out in the current epoch
+  bool epoch_ended_ = false;
+  std::optional<std::size_t> limit_;
+  std::size_t limit_counter_ = 0;
+  std::uint64_t replay_ = 0;
+  std::unique_ptr<Restore> restore_;
+  std::vector<std::byte> loaded_blob_;  // returned by state_dict() until the first iteration
+};
+
+/// AdapterContext for element type T.
+template <class T>
+class TypedAdapterContext final : public AdapterContext {
+ public:
+  [[nodiscard]] DataPipePtr append_shuffle(const DataPipePtr& root, std::size_t buffer_size) const override {
+    return graph::as_iter<T>(root).shuffle(buffer_size).ptr();
+  }
+};
+
+[[noreturn]] void throw_loader_type_mismatch(const DataPipe& root, const std::string& expected);
+
+}  // namespace detail
+
+template <class T>
+class DataLoader2 {
+  struct Reader;
+
+ public:
+  /// Reads lazily (inside a range-for body the loader has handed out exactly the elements the body
+  /// received); compares equal to end() at the end of the epoch and while the loader is paused.
+  /// The loader must outlive it.
+  using iterator = detail::LazyIterator<T, Reader>;
+
+  /// A loader over `pipe` (copied) with `adapters` and no reading service.
+  explicit DataLoader2(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters = {})
+      : core_(make_core(pipe, adapters, nullptr)) {}
+  /// A loader over `pipe` run by a copy of `service`.
+  DataLoader2(const IterPipe<T>& pipe, const ReadingServiceInterface& service) : core_(make_core(pipe, {}, &service)) {}
+  DataLoader2(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters, const ReadingServiceInterface& service)
+      : core_(make_core(pipe, adapters, &service)) {}
+  /// A map pipe is read in key order (torchdata converts it with to_iter_datapipe).
+  template <class K>
+  explicit DataLoader2(const MapPipe<K, T>& pipe, const std::vector<AdapterPtr>& adapters = {})
+      : DataLoader2(pipe.to_iter(), adapters) {}
+  template <class K>
+  DataLoader2(const MapPipe<K, T>& pipe, const ReadingServiceInterface& service)
+      : DataLoader2(pipe.to_iter(), service) {}
+
+  DataLoader2(DataLoader2&&) noexcept = default;
+  DataLoader2& operator=(DataLoader2&&) noexcept = default;
+  /// Shuts the loader down.
+  ~DataLoader2() = default;
+
+  /// Starts (or, if no element was taken since the last one, joins) an epoch.
+  [[nodiscard]] iterator begin();
+  [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+  /// The seed of the next epoch (later epochs continue its generator).
+  void seed(std::uint64_t seed) { core_->seed(seed); }
+  /// Finalizes the reading service and stops background work. Idempotent; iterating afterwards
+  /// throws UsageError.
+  void shutdown() { core_->shutdown(); }
+  /// Stops after the element just taken: the current iterator compares equal to end() until
+  /// resume(). Nothing is lost or repeated.
+  void pause() { core_->pause(); }
+  void resume() { core_->resume(); }
+  /// Pauses after `num_batches` more elements (std::nullopt: no limit); resume() continues.
+  void limit(std::optional<std::size_t> num_batches) { core_->limit(num_batches); }
+
+  /// The loader's state as a versioned byte blob: the elements the loop body has received, the
+  /// randomness, and every node's position. Restore it with load_state_dict().
+  [[nodiscard]] std::vector<std::byte> state_dict() { return core_->state_dict(); }
+  /// Restores a state_dict() into this loader, built by the same pipeline code and not yet
+  /// iterated; the next iteration continues exactly where the saved one stopped.
+  void load_state_dict(std::span<const std::byte> blob) { core_->load_state_dict(blob); }
+
+  /// The graph as the adapters left it, before the reading service rewrote it.
+  [[nodiscard]] graph::DataPipeGraph graph_before_reading_service() const {
+    return graph::traverse_dps(core_->graph_before_reading_service());
+  }
+  /// The graph being run (after the reading service's initialize, once iterated).
+  [[nodiscard]] graph::DataPipeGraph graph() const { return graph::traverse_dps(core_->root()); }
+  /// The loader's copy of the reading service, or nullptr.
+  [[nodiscard]] ReadingServiceInterface* reading_service() const noexcept { return core_->reading_service(); }
+  /// Epochs started so far, and elements handed out in the current one.
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return core_->epoch(); }
+  [[nodiscard]] std::uint64_t elements_in_epoch() const noexcept { return core_->elements_in_epoch(); }
+
+ private:
+  static std::unique_ptr<detail::LoaderCore> make_core(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters,
+                                                       const ReadingServiceInterface* service) {
+    const detail::TypedAdapterContext<T> context;
+    return std::make_unique<detail::LoaderCore>(pipe.ptr(), adapters, context, service);
+  }
+
+  /// The typed root, checked once per change of the graph.
+  IterDataPipe<T>& root() {
+    if (root_version_ != core_->root_version() || root_ == nullptr) {
+      root_ = dynamic_cast<IterDataPipe<T>*>(core_->root().get());
+      if (root_ == nullptr) detail::throw_loader_type_mismatch(*core_->root(), type_name<T>());
+      root_version_ = core_->root_version();
+    }
+    return *root_;
+  }
+
+  std::optional<T> next(std::uint64_t id) {
+    if (!core_->before_next(id)) return std::nullopt;
+    std::optional<T> element;
+    try {
+      element = root().next();
+    } catch (...) {
+      core_->fail();
+      throw;
+    }
+    core_->after_next(element.has_value());
+    return element;
+  }
+
+  /// How the iterator reads: through the loader, with the iterator's id.
+  struct Reader {
+    DataLoader2* loader;
+    std::uint64_t id;
+    std::optional<T> read() { return loader->next(id); }
+    [[nodiscard]] bool end_is_final() const noexcept { return !loader->core_->paused(); }
+  };
+
+  std::unique_ptr<detail::LoaderCore> core_;
+  IterDataPipe<T>* root_ = nullptr;
+  std::uint64_t root_version_ = 0;
+};
+
+template <class T>
+typename DataLoader2<T>::iterator DataLoader2<T>::begin() {
+  const std::uint64_t id = core_->start_iterator();
+  for (std::uint64_t skip = core_->take_replay(); skip > 0; --skip) {
+    try {
+      if (!root().next()) break;
+    } catch (...) {
+      core_->fail();
+      throw;
+    }
+  }
+  return iterator(Reader{this, id});
+}
+
+}  // namespace dpipe

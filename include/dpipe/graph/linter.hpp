@@ -1,0 +1,18 @@
+#pragma once
+/// \file
+/// The linter (torchdata's dataloader2/linter.py): checks a graph for sharding mistakes.
+
+#include <dpipe/graph/graph.hpp>
+
+namespace dpipe::graph {
+
+/// torchdata's _check_shuffle_before_sharding: every path from the output to its first sharding
+/// node must have a shuffling node upstream of that sharding node, on all of its input branches.
+/// Paths without a sharding node pass. (dpipe counts any ShufflingDataPipe and any
+/// ShardingDataPipe; torchdata only its Shuffler and ShardingFilter classes.)
+[[nodiscard]] bool check_shuffle_before_sharding(const DataPipePtr& root);
+
+/// Whether the graph has a sharding node at all.
+[[nodiscard]] bool has_sharding(const DataPipePtr& root);
+
+}  // namespace dpipe::graph

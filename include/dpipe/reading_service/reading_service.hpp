@@ -1,0 +1,93 @@
+#pragma once
+/// \file
+/// The reading-service interfaces (torchdata's ReadingServiceInterface and
+/// CheckpointableReadingServiceInterface). A reading service decides how DataLoader2 runs a
+/// graph: it may rewrite the graph once (initialize), prepare every epoch (initialize_iteration),
+/// and clean up. DataLoader2 owns a copy of the service it is given (clone()), the C++ form of
+/// torchdata's rule that a reading service must be picklable before initialize.
+///
+/// Write your own by deriving from ReadingService<YourService> (which implements clone()) and
+/// overriding initialize(); see examples/custom_reading_service.cpp.
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <dpipe/core/datapipe.hpp>
+#include <dpipe/random/seed_generator.hpp>
+
+namespace dpipe {
+
+/// A function that rewrites a graph and returns its new root (torchdata's iter_reset_fn,
+/// pause_fn, ...). Empty means "nothing to do".
+using GraphFunction = std::function<DataPipePtr(DataPipePtr)>;
+
+/// Which of several workers a copy of a graph runs in (torchdata's WorkerInfo).
+struct WorkerInfo {
+  std::size_t num_workers = 1;
+  std::size_t worker_id = 0;
+  friend bool operator==(const WorkerInfo&, const WorkerInfo&) = default;
+};
+
+/// Thread-safety: a reading service is used by the thread that uses its DataLoader2.
+class ReadingServiceInterface {
+ public:
+  virtual ~ReadingServiceInterface() = default;
+
+  /// A copy of this service in its configured (not yet initialized) state.
+  [[nodiscard]] virtual std::unique_ptr<ReadingServiceInterface> clone() const = 0;
+
+  /// Called once, at the first iteration: may rewrite the graph; returns its root.
+  virtual DataPipePtr initialize(DataPipePtr graph) = 0;
+  /// Called at the start of every epoch, after the loader (re)seeded `seeds`; may return a
+  /// function the loader applies to the graph. `iter_reset_fn` comes from a service before this
+  /// one (SequentialReadingService).
+  virtual GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {});
+  /// Called at the end of an epoch (and on a stale iterator, and at shutdown).
+  virtual void finalize_iteration() {}
+  /// Called once, at shutdown.
+  virtual void finalize() {}
+
+  // Optional hooks (torchdata's _pause, _resume and _limit). A service that supports them says so.
+
+  [[nodiscard]] virtual bool supports_pause() const { return false; }
+  /// Stops background work; elements read ahead are kept. REQUIRES: supports_pause().
+  virtual GraphFunction pause(GraphFunction pause_fn = {});
+  /// Restarts what pause() stopped. REQUIRES: supports_pause().
+  virtual GraphFunction resume(GraphFunction resume_fn = {});
+  [[nodiscard]] virtual bool supports_limit() const { return false; }
+  /// Hears that the loader will pause after `num_batches` more elements (std::nullopt: no limit).
+  /// REQUIRES: supports_limit().
+  virtual GraphFunction limit(std::optional<std::size_t> num_batches, GraphFunction limit_fn = {});
+
+ protected:
+  ReadingServiceInterface() = default;
+  ReadingServiceInterface(const ReadingServiceInterface&) = default;
+  ReadingServiceInterface& operator=(const ReadingServiceInterface&) = default;
+};
+
+/// A reading service that can save and restore its state (the graph's own state is saved by the
+/// loader; this is what lives outside the loader's process, such as worker graphs).
+class CheckpointableReadingServiceInterface : public ReadingServiceInterface {
+ public:
+  /// The service's state, for DataLoader2::state_dict().
+  [[nodiscard]] virtual std::vector<std::byte> checkpoint() = 0;
+  /// Replaces initialize() when the loader restores a checkpoint: rewrites the graph as
+  /// initialize() would and restores `state`; returns the root.
+  virtual DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) = 0;
+};
+
+/// Implements clone() for a service: `class MyService : public ReadingService<MyService>`, or
+/// `ReadingService<MyService, CheckpointableReadingServiceInterface>`.
+template <class Derived, class Base = ReadingServiceInterface>
+class ReadingService : public Base {
+ public:
+  [[nodiscard]] std::unique_ptr<ReadingServiceInterface> clone() const override {
+    return std::make_unique<Derived>(static_cast<const Derived&>(*this));
+  }
+};
+
+}  // namespace dpipe

@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// SequentialReadingService (torchdata's): composes reading services. initialize,
+/// initialize_iteration (chaining the graph functions they return), checkpoint, restore, pause,
+/// resume and limit go to the services in the given order; finalize_iteration and finalize in
+/// reverse order. The canonical use is (DistributedReadingService, MultiProcessingReadingService).
+
+#include <memory>
+#include <vector>
+
+#include <dpipe/reading_service/reading_service.hpp>
+
+namespace dpipe {
+
+class SequentialReadingService final
+    : public ReadingService<SequentialReadingService, CheckpointableReadingServiceInterface> {
+ public:
+  /// Copies each service.
+  template <class... Services>
+  requires(std::derived_from<Services, ReadingServiceInterface>&&...) explicit SequentialReadingService(
+      const Services&... services) {
+    (services_.push_back(services.clone()), ...);
+  }
+  SequentialReadingService(const SequentialReadingService& other);
+  SequentialReadingService& operator=(const SequentialReadingService&) = delete;
+
+  [[nodiscard]] std::size_t size() const noexcept { return services_.size(); }
+  /// The copy of service `index` this service owns.
+  [[nodiscard]] ReadingServiceInterface& service(std::size_t index) const { return *services_.at(index); }
+
+  DataPipePtr initialize(DataPipePtr graph) override;
+  GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
+  void finalize_iteration() override;
+  void finalize() override;
+
+  [[nodiscard]] std::vector<std::byte> checkpoint() override;
+  DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) override;
+
+  [[nodiscard]] bool supports_pause() const override;
+  GraphFunction pause(GraphFunction pause_fn = {}) override;
+  GraphFunction resume(GraphFunction resume_fn = {}) override;
+  [[nodiscard]] bool supports_limit() const override;
+  GraphFunction limit(std::optional<std::size_t> num_batches, GraphFunction limit_fn = {}) override;
+
+ private:
+  std::vector<std::unique_ptr<ReadingServiceInterface>> services_;
+};
+
+}  // namespace dpipe
