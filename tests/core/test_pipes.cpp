@@ -256,7 +256,7 @@ TEST_CASE("Logging: DPIPE_LOG_LEVEL names spdlog's levels", "[core][logging]") {
 
 namespace {
 
-TEST_CASE("IterPipe: dereferencing at the end is an error, not undefined behaviour", "[core][iterator]") {
+TEST_CASE("IterPipe: dereferencing at the end is an error and not undefined behaviour", "[core][iterator]") {
   auto empty = iter::from(std::vector<int>{});
   auto it = empty.begin();
   CHECK(it == empty.end());
