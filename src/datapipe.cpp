@@ -67,6 +67,12 @@ DataPipePtr DataPipe::make_prefetch(std::size_t /*buffer_size*/) {
   DPIPE_THROW(NotSupportedError, "{} ({}) is not an iter pipe: it cannot be prefetched", label(), element_type());
 }
 
+std::unique_ptr<ElementEncoder> DataPipe::make_encoder() { return nullptr; }
+
+DataPipePtr DataPipe::make_decoder(std::shared_ptr<RecordSource> /*source*/, std::string /*name*/) const {
+  return nullptr;
+}
+
 bool DataPipe::save_state(StateWriter& /*writer*/) const { return false; }
 
 void DataPipe::load_state(StateReader& /*reader*/) {

@@ -350,7 +350,9 @@ bool check_shuffle_before_sharding(const DataPipePtr& root) { return shuffler_be
 
 bool has_sharding(const DataPipePtr& root) {
   const auto nodes = list_dps(traverse_dps(root));
-  return std::ranges::any_of(nodes, [](const DataPipePtr& node) { return is_a<ShardingDataPipe>(node); });
+  return std::ranges::any_of(nodes, [](const DataPipePtr& node) {
+    return is_a<ShardingDataPipe>(node) || is_a<dpipe::detail::RoundRobinDispatchTag>(node);
+  });
 }
 
 // --- statistics -----------------------------------------------------------------------------------
@@ -416,6 +418,9 @@ std::string to_dot(const DataPipeGraph& graph, const DotOptions& options) {
     for (const auto& input : node->inputs()) {
       if (drawn.insert(input->id()).second) dot += fmt::format("  n{} -> n{};\n", input->id(), node->id());
     }
+  }
+  for (const auto& link : options.links) {
+    dot += fmt::format("  n{} -> n{} [style=dashed, label=\"{}\"];\n", link.from, link.to, escape(link.label));
   }
   dot += "}\n";
   return dot;

@@ -12,6 +12,7 @@
 #include <dpipe/core/compact.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/functional.hpp>
 #include <dpipe/core/input_list.hpp>

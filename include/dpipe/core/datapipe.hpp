@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dpipe/core/element_codec.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
 namespace dpipe {
@@ -107,6 +108,12 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   /// `prefetch(buffer_size)` on this node (an iter pipe), for reading services that only see the
   /// type-erased graph.
   [[nodiscard]] virtual DataPipePtr make_prefetch(std::size_t buffer_size);
+  /// An encoder reading this node (an iter pipe) for another process, or nullptr when its element
+  /// type has no dpipe::Serializer. See <dpipe/core/element_codec.hpp>.
+  [[nodiscard]] virtual std::unique_ptr<ElementEncoder> make_encoder();
+  /// A node named `name` yielding this node's element type decoded from `source`, or nullptr when
+  /// the element type has no dpipe::Serializer.
+  [[nodiscard]] virtual DataPipePtr make_decoder(std::shared_ptr<RecordSource> source, std::string name) const;
 
   /// Writes the node's own iteration state (not its inputs': each node saves itself). Returns
   /// false when the node does not support checkpoints (the default, for user nodes that do not

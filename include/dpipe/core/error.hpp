@@ -84,6 +84,30 @@ class TimeoutError : public Error {
   using Error::Error;
 };
 
+/// Something went wrong in a worker or dispatching process of MultiProcessingReadingService: a
+/// user exception there (original_type() and original_message() say which), or the process died
+/// (original_type() is empty and the message names the pid and the signal or exit status).
+class WorkerError : public Error {
+ public:
+  WorkerError(std::string where, std::string original_type, std::string original_message, const std::string& what)
+      : Error(what),
+        where_(std::move(where)),
+        original_type_(std::move(original_type)),
+        original_message_(std::move(original_message)) {}
+
+  /// "worker process 1" or "dispatching process".
+  [[nodiscard]] const std::string& where() const noexcept { return where_; }
+  /// The type of the exception the process caught ("std::runtime_error"), or "" when it died.
+  [[nodiscard]] const std::string& original_type() const noexcept { return original_type_; }
+  /// That exception's what(), or how the process ended.
+  [[nodiscard]] const std::string& original_message() const noexcept { return original_message_; }
+
+ private:
+  std::string where_;
+  std::string original_type_;
+  std::string original_message_;
+};
+
 /// A feature a node or service does not support in this configuration (torchdata's
 /// NotImplementedError).
 class NotSupportedError : public Error {

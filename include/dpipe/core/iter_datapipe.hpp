@@ -127,6 +127,9 @@ class IterDataPipe : public IterDataPipeBase {
   [[nodiscard]] DataPipePtr make_placeholder() const override;
   /// Defined in <dpipe/iter/detail/prefetcher.hpp>, which this header includes at its end.
   [[nodiscard]] DataPipePtr make_prefetch(std::size_t buffer_size) override;
+  /// Defined in <dpipe/iter/detail/element_channel.hpp>, which this header includes at its end.
+  [[nodiscard]] std::unique_ptr<ElementEncoder> make_encoder() override;
+  [[nodiscard]] DataPipePtr make_decoder(std::shared_ptr<RecordSource> source, std::string name) const override;
 
  protected:
   explicit IterDataPipe(std::string name) : IterDataPipeBase(std::move(name)) {}
@@ -242,5 +245,7 @@ concept iter_datapipe = std::derived_from<P, IterDataPipe<typename P::value_type
 
 }  // namespace dpipe
 
-// The prefetch node and IterDataPipe<T>::make_prefetch, which every instantiation needs.
+// The prefetch node, the element encoder and decoder, and the IterDataPipe<T> members that make
+// them, which every instantiation needs.
+#include <dpipe/iter/detail/element_channel.hpp>
 #include <dpipe/iter/detail/prefetcher.hpp>

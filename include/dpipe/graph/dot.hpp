@@ -18,12 +18,21 @@ struct DotCluster {
   std::vector<std::uint64_t> node_ids;
 };
 
-struct DotOptions {
-  std::string title = "dpipe";
-  std::vector<DotCluster> clusters;
+/// A dashed edge between two nodes that the graph does not connect (elements crossing from one
+/// process to another).
+struct DotLink {
+  std::uint64_t from = 0;
+  std::uint64_t to = 0;
+  std::string label;
 };
 
-/// The Graphviz `digraph` text of `graph`.
+struct DotOptions {
+  std::string title = "dpipe";
+  std::vector<DotCluster> clusters{};
+  std::vector<DotLink> links{};
+};
+
+/// The Graphviz `digraph` text of `graph` (which may hold several top-level entries).
 [[nodiscard]] std::string to_dot(const DataPipeGraph& graph, const DotOptions& options = {});
 
 }  // namespace dpipe::graph

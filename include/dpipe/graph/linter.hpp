@@ -12,7 +12,7 @@ namespace dpipe::graph {
 /// ShardingDataPipe; torchdata only its Shuffler and ShardingFilter classes.)
 [[nodiscard]] bool check_shuffle_before_sharding(const DataPipePtr& root);
 
-/// Whether the graph has a sharding node at all.
+/// Whether the graph has a sharding node at all (sharding_filter, sharding_round_robin_dispatch, ...).
 [[nodiscard]] bool has_sharding(const DataPipePtr& root);
 
 }  // namespace dpipe::graph

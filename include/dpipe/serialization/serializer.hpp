@@ -53,17 +53,35 @@ concept serializable = requires(ByteWriter& writer, ByteReader& reader, const T&
   { Serializer<T>::read(reader) } -> std::same_as<T>;
 };
 
-/// Appends encoded values to a byte vector. Thread-safety: none (one writer per buffer).
+/// Where a ByteWriter puts bytes when it does not append to a vector: the multiprocessing reading
+/// service encodes elements straight into shared memory through one.
+class ByteSink {
+ public:
+  /// Takes `size` (> 0) bytes.
+  virtual void write(const void* data, std::size_t size) = 0;
+
+ protected:
+  ByteSink() = default;
+  ByteSink(const ByteSink&) = default;
+  ByteSink& operator=(const ByteSink&) = default;
+  ~ByteSink() = default;
+};
+
+/// Appends encoded values to a byte vector or a ByteSink. Thread-safety: none (one writer per
+/// buffer).
 class ByteWriter {
  public:
   explicit ByteWriter(std::vector<std::byte>& out) noexcept : out_(&out) {}
+  explicit ByteWriter(ByteSink& sink) noexcept : sink_(&sink) {}
 
   /// Appends `size` raw bytes.
   void write_bytes(const void* data, std::size_t size) {
     if (size == 0) return;
-    const std::size_t offset = out_->size();
-    out_->resize(offset + size);
-    std::memcpy(out_->data() + offset, data, size);
+    if (out_ == nullptr) {
+      sink_->write(data, size);
+      return;
+    }
+    append(data, size);
   }
 
   /// Appends the encoding of `value`.
@@ -75,11 +93,17 @@ class ByteWriter {
   /// Appends a length or count.
   void write_size(std::size_t size);
 
-  /// Bytes written to the underlying vector so far (including what was there before).
-  [[nodiscard]] std::size_t size() const noexcept { return out_->size(); }
-
  private:
-  std::vector<std::byte>* out_;
+  // Out of line: inlined into large callers, GCC 12 at -O3 reports false buffer overflows in
+  // vector::resize (-Wstringop-overflow).
+  [[gnu::noinline]] void append(const void* data, std::size_t size) {
+    const std::size_t offset = out_->size();
+    out_->resize(offset + size);
+    std::memcpy(out_->data() + offset, data, size);
+  }
+
+  std::vector<std::byte>* out_ = nullptr;
+  ByteSink* sink_ = nullptr;
 };
 
 /// Decodes values from a byte span. Every read is bounds-checked: running past the end, or a count
@@ -157,8 +181,9 @@ constexpr std::size_t min_encoded_size() {
   }
 }
 
+/// Element types whose vectors are copied as one block (the encoding is the same as one by one).
 template <class T>
-constexpr bool bulk_copyable = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+constexpr bool bulk_copyable = (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, std::byte>;
 
 template <class Tuple, std::size_t... I>
 void write_tuple(ByteWriter& writer, const Tuple& tuple, std::index_sequence<I...>) {

@@ -1,0 +1,52 @@
+#pragma once
+/// \file
+/// How elements cross a process boundary, in the terms the type-erased graph can use:
+/// DataPipe::make_encoder() reads a typed node and encodes its elements with dpipe::Serializer;
+/// DataPipe::make_decoder() builds a node of the same element type that decodes them from a
+/// RecordSource. MultiProcessingReadingService moves the bytes in between; a reading service of
+/// your own can use the same pair over another transport.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+
+#include <dpipe/serialization/serializer.hpp>
+
+namespace dpipe {
+
+/// Receives encoded elements, one begin()/end() pair each. Thread-safety: one thread.
+class ElementSink {
+ public:
+  virtual ~ElementSink() = default;
+  /// Starts an element; the encoder writes it through the returned writer.
+  virtual ByteWriter& begin() = 0;
+  /// Ends the element begin() started.
+  virtual void end() = 0;
+};
+
+/// Reads a typed node and encodes its elements. Thread-safety: the thread iterating the node.
+class ElementEncoder {
+ public:
+  virtual ~ElementEncoder() = default;
+  /// Reads up to `max` elements from the node and writes each to `sink` as soon as it is produced;
+  /// returns how many. Fewer than `max` means the node's stream ended. An exception from the node
+  /// propagates after the elements before it were written.
+  virtual std::size_t encode(std::size_t max, ElementSink& sink) = 0;
+};
+
+/// The encoded elements a decoding node reads. Thread-safety: used by the thread iterating that
+/// node.
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  /// The encoding of the next element (valid until the next call), or std::nullopt at the end of
+  /// the stream.
+  virtual std::optional<std::span<const std::byte>> next() = 0;
+  /// Starts the stream of a new iteration.
+  virtual void reset() = 0;
+  /// Checkpoints: what the source holds that the decoding node has not read yet.
+  virtual void save_state(ByteWriter& writer) const = 0;
+  virtual void load_state(ByteReader& reader) = 0;
+};
+
+}  // namespace dpipe
