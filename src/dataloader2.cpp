@@ -282,23 +282,39 @@ std::vector<std::byte> LoaderCore::state_dict() {
   writer.write(taken_);
   writer.write(epoch_ended_);
   writer.write(paused_);
+  auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get());
   GraphMode mode = GraphMode::kNotStarted;
   std::vector<std::byte> graph_state;
-  if (epoch_ > 0) {
+  std::optional<std::vector<std::byte>> service_state;
+  {
+    // The service first: it may stop its graph (worker processes) so that the nodes here hold
+    // exactly what the loop received; it restarts it once the graph's state is saved.
+    struct Restart {
+      CheckpointableReadingServiceInterface* service;
+      ~Restart() {
+        if (service == nullptr) return;
+        try {
+          service->resume_after_checkpoint();
+        } catch (const std::exception& error) {
+          log_warning("DataLoader2: the reading service failed to resume after a checkpoint: {}", error.what());
+        }
+      }
+    } restart{checkpointable};
     try {
-      graph_state = graph::save_state(graph_);
-      mode = GraphMode::kState;
+      if (checkpointable != nullptr) service_state = checkpointable->checkpoint();
+      if (epoch_ > 0) {
+        graph_state = graph::save_state(graph_);
+        mode = GraphMode::kState;
+      }
     } catch (const StateNotSupportedError& error) {
       log_warning("DataLoader2: {}; the checkpoint will replay the epoch to restore the position", error.what());
       mode = GraphMode::kReplay;
+      graph_state.clear();
+      service_state.reset();
     }
   }
   writer.write(static_cast<std::uint8_t>(mode));
   writer.write(graph_state);
-  std::optional<std::vector<std::byte>> service_state;
-  if (auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get())) {
-    service_state = checkpointable->checkpoint();
-  }
   writer.write(service_state);
   seal_blob(blob);
   return blob;

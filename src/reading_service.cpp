@@ -111,6 +111,14 @@ std::vector<std::byte> SequentialReadingService::checkpoint() {
   return to_bytes(states);
 }
 
+void SequentialReadingService::resume_after_checkpoint() {
+  for (auto it = services_.rbegin(); it != services_.rend(); ++it) {
+    if (auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(it->get())) {
+      checkpointable->resume_after_checkpoint();
+    }
+  }
+}
+
 DataPipePtr SequentialReadingService::restore(DataPipePtr graph, std::span<const std::byte> state) {
   const auto states = from_bytes<std::vector<std::vector<std::byte>>>(state);
   if (states.size() != services_.size()) {

@@ -74,6 +74,8 @@
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>
 #include <dpipe/reading_service/in_process.hpp>
+#include <dpipe/reading_service/multiprocessing.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 #include <dpipe/reading_service/sequential.hpp>
+#include <dpipe/reading_service/worker.hpp>
 #include <dpipe/serialization/serializer.hpp>

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
+#include "support/loader.hpp"
 #include "support/log_capture.hpp"
 
 namespace {
@@ -18,6 +19,7 @@ namespace {
 namespace iter = dpipe::iter;
 using dpipe::DataLoader2;
 using dpipe::InProcessReadingService;
+using dpipe::testing::epoch;
 using dpipe::testing::range;
 
 using Batch = std::vector<int>;
@@ -47,48 +49,16 @@ dpipe::IterPipe<Batch> make_pipeline(int which, const Counter& reads) {
   }
 }
 
-std::vector<Batch> drain(DataLoader2<Batch>& loader) {
-  std::vector<Batch> out;
-  for (auto& batch : loader) out.push_back(batch);
-  return out;
-}
-
 TEST_CASE("checkpoint: restored at every position it continues exactly / the next epoch too", "[loader][checkpoint]") {
   for (const bool with_service : {true, false}) {
     for (int which = 0; which < 3; ++which) {
       INFO("pipeline " << which << (with_service ? " with InProcessReadingService(3)" : " without a service"));
-      const auto make_loader = [&] {
+      const auto first = dpipe::testing::check_restore_sweep([&] {
         auto reads = std::make_shared<std::atomic<int>>(0);
         auto pipe = make_pipeline(which, reads);
         return with_service ? DataLoader2<Batch>(pipe, InProcessReadingService(3)) : DataLoader2<Batch>(pipe);
-      };
-      auto reference = make_loader();
-      reference.seed(7);
-      const auto first = drain(reference);
-      const auto second = drain(reference);
-      REQUIRE(first.size() > 10);
-      for (std::size_t k = 0; k <= first.size(); ++k) {
-        INFO("saved after " << k << " batches");
-        std::vector<std::byte> state;
-        {
-          auto loader = make_loader();
-          loader.seed(7);
-          std::size_t taken = 0;
-          auto it = loader.begin();
-          for (; taken < k && it != loader.end(); ++it) ++taken;
-          if (k == first.size()) CHECK(it == loader.end());  // the epoch is over
-          state = loader.state_dict();
-        }  // the loader that saved is gone
-        auto restored = make_loader();
-        restored.load_state_dict(state);
-        const auto rest = drain(restored);
-        if (k == first.size()) {
-          CHECK(rest == second);  // saved after the epoch ended: the next iteration is the next epoch
-        } else {
-          CHECK(rest == std::vector<Batch>(first.begin() + static_cast<std::ptrdiff_t>(k), first.end()));
-          CHECK(drain(restored) == second);
-        }
-      }
+      });
+      CHECK(first.size() > 10);
     }
   }
 }
@@ -110,7 +80,7 @@ TEST_CASE("checkpoint: restoring does not replay the epoch", "[loader][checkpoin
   auto restored_reads = std::make_shared<std::atomic<int>>(0);
   DataLoader2<Batch> restored(make_pipeline(0, restored_reads), InProcessReadingService(3));
   restored.load_state_dict(state);
-  CHECK(drain(restored).size() == 45 - 40);
+  CHECK(epoch(restored).size() == 45 - 40);
   CHECK(restored_reads->load() <= 180 - 160 + 16);  // the rest of the source, not the epoch again
 }
 
@@ -131,57 +101,11 @@ TEST_CASE("checkpoint: state_dict before iterating / and after loading / returns
   CHECK(got == expected);  // the seed travelled with the state
 }
 
-/// A user node without checkpoint support: yields each element plus one.
-class PlusOne final : public dpipe::IterDataPipe<int> {
- public:
-  explicit PlusOne(const dpipe::IterPipe<int>& source) : IterDataPipe("plus_one"), source_(source.ptr()) {}
-  void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
-  [[nodiscard]] dpipe::DataPipePtr clone_self() const override { return std::make_shared<PlusOne>(*this); }
-
- protected:
-  std::optional<int> next_impl() override {
-    auto value = source_.next();
-    if (!value) return std::nullopt;
-    return *value + 1;
-  }
-
- private:
-  dpipe::Input<int> source_;
-};
-
 TEST_CASE("checkpoint: a node without state support falls back to replaying / with a warning", "[loader][checkpoint]") {
-  const auto make = [] {
-    return DataLoader2<int>(dpipe::make_iter<PlusOne>(iter::from(range(30)).shuffle(5)), InProcessReadingService());
-  };
-  auto reference = make();
-  reference.seed(11);
-  std::vector<int> first;
-  for (int x : reference) first.push_back(x);
-  dpipe::testing::LogCapture log;
-  std::vector<std::byte> state;
-  {
-    auto loader = make();
-    loader.seed(11);
-    int taken = 0;
-    for (int x : loader) {
-      (void)x;
-      if (++taken == 12) {
-        state = loader.state_dict();
-        break;
-      }
-    }
-  }
-  auto restored = make();
-  restored.load_state_dict(state);
-  std::vector<int> rest;
-  for (int x : restored) rest.push_back(x);
-  CHECK(rest == std::vector<int>(first.begin() + 12, first.end()));
-  REQUIRE(log.messages().size() == 2);
-  CHECK(log.messages()[0].starts_with("DataLoader2: plus_one#"));
-  CHECK(log.messages()[0].ends_with("the checkpoint will replay the epoch to restore the position"));
-  CHECK(log.messages()[1] ==
-        "DataLoader2: the checkpoint holds no state for some node (it does not implement save_state); replaying 12 "
-        "elements of epoch 1 to restore the position");
+  dpipe::testing::check_replay_fallback([] {
+    return DataLoader2<int>(dpipe::make_iter<dpipe::testing::PlusOne>(iter::from(range(30)).shuffle(5)),
+                            InProcessReadingService());
+  });
 }
 
 TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs are refused", "[loader][checkpoint]") {
@@ -196,8 +120,9 @@ TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs ar
                      "[0-9a-f]{16}, this pipeline's is [0-9a-f]{16}\\); restore it into a loader built by "
                      "the same code"));
   DataLoader2<int> target(iter::from(range(10)).shuffle());
-  CHECK_THROWS_MATCHES(target.load_state_dict(std::span(blob).first(5)), dpipe::StateError,
-                       Catch::Message("the DataLoader2 checkpoint is truncated: 5 bytes, fewer than its 20-byte envelope"));
+  CHECK_THROWS_MATCHES(
+      target.load_state_dict(std::span(blob).first(5)), dpipe::StateError,
+      Catch::Message("the DataLoader2 checkpoint is truncated: 5 bytes, fewer than its 20-byte envelope"));
   auto flipped = blob;
   flipped[blob.size() / 2] ^= std::byte{1};
   CHECK_THROWS_MATCHES(

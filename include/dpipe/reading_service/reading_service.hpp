@@ -73,8 +73,14 @@ class ReadingServiceInterface {
 /// loader; this is what lives outside the loader's process, such as worker graphs).
 class CheckpointableReadingServiceInterface : public ReadingServiceInterface {
  public:
-  /// The service's state, for DataLoader2::state_dict().
+  /// The service's state, for DataLoader2::state_dict(), which then saves the graph's state and
+  /// calls resume_after_checkpoint(). A service may keep its graph still in between (the
+  /// multiprocessing service pauses its workers so that the main process's nodes hold exactly
+  /// what they have received).
   [[nodiscard]] virtual std::vector<std::byte> checkpoint() = 0;
+  /// Restarts what checkpoint() stopped, unless the loader is paused. Called even when saving the
+  /// graph's state failed.
+  virtual void resume_after_checkpoint() {}
   /// Replaces initialize() when the loader restores a checkpoint: rewrites the graph as
   /// initialize() would and restores `state`; returns the root.
   virtual DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) = 0;

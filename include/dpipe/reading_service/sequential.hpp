@@ -34,6 +34,7 @@ class SequentialReadingService final
   void finalize() override;
 
   [[nodiscard]] std::vector<std::byte> checkpoint() override;
+  void resume_after_checkpoint() override;
   DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) override;
 
   [[nodiscard]] bool supports_pause() const override;

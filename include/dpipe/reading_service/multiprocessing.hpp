@@ -1,0 +1,131 @@
+#pragma once
+/// \file
+/// MultiProcessingReadingService (torchdata's): runs the pipeline in forked worker processes that
+/// hand their elements to the main process through shared memory.
+///
+/// At initialize() it splits the graph as torchdata does. A `sharding_round_robin_dispatch` branch
+/// (up to the lowest common ancestor of the dispatch nodes) runs once, in a dispatching process
+/// that deals element j to worker j mod N. The replicable branch runs in each of `num_workers`
+/// workers with MULTIPROCESSING sharding applied (worker w of N). Non-replicable nodes (fullsync,
+/// nodes with is_replicable() == false) and everything after them stay in the main process, on
+/// top of the merged stream. The main process reads the workers strictly in turn, worker 0, 1, ...,
+/// skipping a worker whose shard ended, so shards of any sizes merge without loss, and balanced
+/// shards of a `sharding_filter` come out in the original order.
+///
+/// Workers persist across epochs. Each epoch, worker w gets the loader's seeds spawned for w
+/// (SeedGenerator::spawn); with the same seed, the output is the same every run, and for a
+/// pipeline whose random nodes sit before the sharding point it equals the in-process output for
+/// the same seed, every epoch. Elements cross as bytes (dpipe::Serializer): an element type
+/// without a Serializer is an InvalidArgument at initialize().
+///
+/// Failures: an exception in a worker reaches the loop as WorkerError ("Caught std::runtime_error
+/// in worker process 1.\nOriginal message: ..."), after every element the workers produced before
+/// it in merge order; a worker that dies raises WorkerError naming its pid and signal within a
+/// second; a stall longer than `timeout` raises TimeoutError. Shutdown stops the workers (killing
+/// them after two seconds) and leaves no process, shared memory or file descriptor behind.
+///
+/// Forking copies the calling process with only the forking thread: call initialize (the first
+/// iteration of the loader) before starting threads that hold locks the workers' code needs, and
+/// from a thread that outlives the loader (the workers get SIGKILL when that thread ends). See
+/// docs/reading-services.md.
+///
+/// Thread-safety: one thread uses the service (through its DataLoader2).
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include <dpipe/reading_service/reading_service.hpp>
+
+namespace dpipe {
+
+namespace detail::mp {
+class ProcessGroup;
+}  // namespace detail::mp
+
+/// Called once in each worker with its graph (sharding applied); returns the graph it runs.
+using WorkerInitFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&)>;
+/// Called every epoch in each worker (and in the dispatching process, with worker_id 0) after the
+/// graph was seeded; returns the graph to run.
+using WorkerResetFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&, SeedGenerator&)>;
+
+struct MultiProcessingOptions {
+  /// Worker processes; 0 runs the pipeline in the calling process (use InProcessReadingService).
+  std::size_t num_workers = 0;
+  /// Elements each worker may have ready ahead of the consumer.
+  std::size_t worker_prefetch_cnt = 10;
+  /// Further elements the main process may have waiting, spread over the workers. torchdata keeps
+  /// them in a prefetch thread; dpipe leaves them in shared memory, where reading costs one copy.
+  std::size_t main_prefetch_cnt = 10;
+  WorkerInitFunction worker_init_fn{};
+  WorkerResetFunction worker_reset_fn{};
+  /// Longest wait for the next element of a worker before TimeoutError; zero waits as long as the
+  /// worker lives.
+  std::chrono::milliseconds timeout{0};
+  /// Bytes of each worker's shared-memory queue (rounded up to a power of two). An element longer
+  /// than half of it still crosses, in parts, at the cost of one more copy.
+  std::size_t queue_bytes = std::size_t{8} << 20;
+};
+
+class MultiProcessingReadingService final
+    : public ReadingService<MultiProcessingReadingService, CheckpointableReadingServiceInterface> {
+ public:
+  explicit MultiProcessingReadingService(MultiProcessingOptions options = {});
+  /// Copies the options; the copy has no worker processes.
+  MultiProcessingReadingService(const MultiProcessingReadingService& other);
+  MultiProcessingReadingService& operator=(const MultiProcessingReadingService&) = delete;
+  /// Stops the workers (finalize()).
+  ~MultiProcessingReadingService() override;
+
+  [[nodiscard]] const MultiProcessingOptions& options() const noexcept { return options_; }
+
+  DataPipePtr initialize(DataPipePtr graph) override;
+  GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
+  void finalize() override;
+
+  [[nodiscard]] bool supports_pause() const override { return true; }
+  GraphFunction pause(GraphFunction pause_fn = {}) override;
+  GraphFunction resume(GraphFunction resume_fn = {}) override;
+  [[nodiscard]] bool supports_limit() const override { return true; }
+  GraphFunction limit(std::optional<std::size_t> num_batches, GraphFunction limit_fn = {}) override;
+
+  /// Pauses the workers, collects their state and keeps everything paused until
+  /// resume_after_checkpoint(), so that the loader can save the main process's nodes too.
+  [[nodiscard]] std::vector<std::byte> checkpoint() override;
+  void resume_after_checkpoint() override;
+  /// Splits the graph as initialize() does and starts workers that continue from `state`.
+  DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) override;
+
+  /// A Graphviz picture of the split graph: the main process's nodes, one worker's copy of the
+  /// replicable branch and the dispatching process's branch, each in its own box. Empty before
+  /// initialize().
+  [[nodiscard]] std::string to_dot() const;
+  /// The workers' process ids (empty before initialize() and after finalize()).
+  [[nodiscard]] std::vector<pid_t> worker_pids() const;
+  /// The dispatching process's id, if one runs.
+  [[nodiscard]] std::optional<pid_t> dispatcher_pid() const;
+
+ private:
+  DataPipePtr start(DataPipePtr graph, std::span<const std::byte> saved_group);
+  void pause_main_nodes();
+  void resume_main_nodes();
+
+  MultiProcessingOptions options_;
+  std::shared_ptr<detail::mp::ProcessGroup> group_;
+  DataPipePtr end_;          // the main process's root
+  DataPipePtr shadow_;       // the unsplit graph: seeding it advances the seeds as in process
+  DataPipePtr branch_;       // the replicable branch (its worker copies run it)
+  DataPipePtr merge_;        // the main process's node reading the workers
+  DataPipePtr dispatched_;   // the dispatching process's branch, or null
+  DataPipePtr placeholder_;  // where the dispatched elements enter the branch, or null
+  bool paused_ = false;
+};
+
+}  // namespace dpipe

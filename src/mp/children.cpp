@@ -1,0 +1,102 @@
+// Forking, watching and reaping child processes.
+
+#include "children.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <dpipe/core/error.hpp>
+
+namespace dpipe::detail::mp {
+
+pid_t fork_child(const std::function<int()>& body) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) DPIPE_THROW(Error, "MultiProcessingReadingService: fork failed: {}", std::strerror(errno));
+  if (pid > 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // the parent died before prctl took effect
+  std::signal(SIGINT, SIG_IGN);
+  int code = 70;
+  try {
+    code = body();
+  } catch (...) {
+  }
+  _exit(code);  // no atexit handlers, no destructors of the parent's objects, no stdio flush
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    const char* name = strsignal(signal);
+    return fmt::format("was killed by signal {} ({})", signal, name != nullptr ? name : "unknown");
+  }
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return fmt::format("ended with wait status {}", status);
+}
+
+bool Children::poll(Child& child) noexcept {
+  if (child.reaped) return true;
+  int status = 0;
+  const pid_t result = waitpid(child.pid, &status, WNOHANG);
+  if (result == 0) return false;
+  child.reaped = true;
+  // ECHILD: something else in this program reaped it (SIGCHLD ignored, or its own waitpid(-1)).
+  child.status = result == child.pid ? status : -1;
+  return true;
+}
+
+void Children::check(bool thorough) {
+  if (interrupted_.load(std::memory_order_acquire)) {
+    throw UsageError("MultiProcessingReadingService: the loader was shut down while waiting for a worker process");
+  }
+  if (!thorough) return;
+  for (auto& child : children_) {
+    if (!poll(child)) continue;
+    const std::string how =
+        child.status == -1 ? std::string("ended (its status was collected elsewhere)") : describe_exit(child.status);
+    throw WorkerError(child.name, "", how,
+                      fmt::format("MultiProcessingReadingService: {} (pid {}) {}; the epoch cannot continue",
+                                  child.name, child.pid, how));
+  }
+}
+
+void Children::stop(std::chrono::milliseconds grace) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (auto& child : children_) {
+    if (poll(child)) continue;
+    // Sleep until the child exits or the grace period ends: a pidfd becomes readable at exit.
+    // Without pidfd support (Linux < 5.3) there is no way to sleep on it: the child is killed.
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child.pid, 0));
+    if (pidfd < 0) continue;
+    while (!poll(child)) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd watch{pidfd, POLLIN, 0};
+      ::poll(&watch, 1, static_cast<int>(left.count()));
+    }
+    close(pidfd);
+  }
+  for (auto& child : children_) {
+    if (child.reaped) continue;
+    kill(child.pid, SIGKILL);
+    int status = 0;
+    while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    child.reaped = true;
+    child.status = status;
+  }
+}
+
+Children::~Children() { stop(std::chrono::milliseconds(0)); }
+
+}  // namespace dpipe::detail::mp

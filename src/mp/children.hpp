@@ -1,0 +1,64 @@
+#pragma once
+// The child processes of a MultiProcessingReadingService: forking them, noticing their deaths,
+// and ending them. Private to the library.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "endpoint.hpp"
+
+namespace dpipe::detail::mp {
+
+/// Forks a child that runs `body` and exits with its result (or 70 when it throws); never
+/// returns in the child. The child gets SIGKILL when the thread that forked it ends
+/// (PR_SET_PDEATHSIG), exits at once if the parent is already gone, and ignores SIGINT (the
+/// main process decides how a Ctrl-C ends the workers).
+pid_t fork_child(const std::function<int()>& body);
+
+/// "was killed by signal 9 (Killed)", "exited with status 3", from a waitpid status.
+std::string describe_exit(int status);
+
+/// A forked child: its pid, its name in messages ("worker process 1"), and how it ended.
+struct Child {
+  pid_t pid = -1;
+  std::string name;
+  bool reaped = false;
+  int status = 0;
+};
+
+/// The main process's view of its children. Thread-safety: one thread at a time.
+class Children final : public Liveness {
+ public:
+  Children() = default;
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+  /// Ends the children that still run (see stop()).
+  ~Children();
+
+  void add(pid_t pid, std::string name) { children_.push_back(Child{pid, std::move(name)}); }
+  [[nodiscard]] const std::vector<Child>& list() const noexcept { return children_; }
+
+  /// Throws WorkerError naming the first child that died (checked with waitpid when `thorough`),
+  /// or UsageError after interrupt().
+  void check(bool thorough) override;
+  /// Ends every wait on the children from now on (shutdown). Thread-safe.
+  void interrupt() noexcept { interrupted_.store(true, std::memory_order_release); }
+
+  /// Waits up to `grace` for every child to exit (they were told to), then kills the rest with
+  /// SIGKILL, and reaps them all. Never blocks longer than `grace` plus the kernel's kill time.
+  void stop(std::chrono::milliseconds grace) noexcept;
+
+ private:
+  /// Reaps `child` if it ended; returns whether it did.
+  static bool poll(Child& child) noexcept;
+
+  std::vector<Child> children_;
+  std::atomic<bool> interrupted_{false};
+};
+
+}  // namespace dpipe::detail::mp

@@ -1,0 +1,69 @@
+#pragma once
+// Endpoint: how one process of a MultiProcessingReadingService blocks. It sleeps on its own bell
+// and, while it waits, checks that waiting still makes sense: that its peers live, that it has not
+// been told to stop, and that the configured timeout has not passed. Private to the library.
+
+#include <chrono>
+#include <string>
+
+#include <dpipe/core/error.hpp>
+
+#include "bell.hpp"
+
+namespace dpipe::detail::mp {
+
+/// What makes a wait pointless. Thread-safety: used by the waiting thread.
+class Liveness {
+ public:
+  /// Throws when waiting should stop (a peer process died: WorkerError; this process must shut
+  /// down: Interrupted). `thorough` adds the checks that cost a system call; they run at least
+  /// once per kLivenessPeriod of waiting.
+  virtual void check(bool thorough) = 0;
+
+ protected:
+  Liveness() = default;
+  Liveness(const Liveness&) = default;
+  Liveness& operator=(const Liveness&) = default;
+  ~Liveness() = default;
+};
+
+/// Thrown in a child process told to shut down; unwinds to its main loop, which exits.
+struct Interrupted {};
+
+/// The longest a wait goes without checking liveness: how fast a death is noticed.
+inline constexpr std::chrono::milliseconds kLivenessPeriod{100};
+
+struct Endpoint {
+  Bell* bell = nullptr;
+  Liveness* liveness = nullptr;
+  std::chrono::milliseconds timeout{0};  // zero: no timeout
+
+  /// Blocks until `ready()` returns true. Throws what liveness->check() throws, or TimeoutError
+  /// with `describe_stall()` once `timeout` passes without `ready()`.
+  template <class Ready, class Describe>
+  void wait(Ready&& ready, Describe&& describe_stall) const {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    auto last_check = start;
+    for (;;) {
+      if (ready()) return;
+      const auto key = bell->prepare();
+      if (ready()) {
+        bell->cancel();
+        return;
+      }
+      std::chrono::nanoseconds slice = kLivenessPeriod;
+      if (timeout.count() > 0) slice = std::min(slice, std::chrono::nanoseconds(start + timeout - Clock::now()));
+      bell->wait(key, std::max(slice, std::chrono::nanoseconds(0)));
+      const auto now = Clock::now();
+      const bool thorough = now - last_check >= kLivenessPeriod;
+      if (thorough) last_check = now;
+      liveness->check(thorough);
+      if (timeout.count() > 0 && now - start >= timeout && !ready()) {
+        throw TimeoutError(describe_stall());
+      }
+    }
+  }
+};
+
+}  // namespace dpipe::detail::mp

@@ -1,0 +1,130 @@
+// Exact checkpoints with worker processes (SPEC §9): the restore sweep of the in-process tests with
+// 1 and 2 workers and with a dispatching process; restoring does not replay; a checkpoint from
+// another worker count is refused.
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "support/battery.hpp"
+#include "support/loader.hpp"
+
+namespace {
+
+namespace iter = dpipe::iter;
+using dpipe::DataLoader2;
+using dpipe::MultiProcessingOptions;
+using dpipe::MultiProcessingReadingService;
+using dpipe::testing::epoch;
+using dpipe::testing::range;
+using dpipe::testing::workers;
+using Batch = std::vector<int>;
+
+/// Elements below this value must not be computed: set before a restored loader forks its workers.
+int g_replay_guard = -1;
+
+dpipe::IterPipe<Batch> make_pipeline(bool dispatch) {
+  auto source = iter::from(range(180)).shuffle(16);
+  auto spread = dispatch ? source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                         : source.sharding_filter();
+  return spread.map([](int x) { return x * 3; }).batch(4);
+}
+
+TEST_CASE("MP checkpoint: restored at every position it continues exactly / the next epoch too", "[mp][checkpoint]") {
+  struct Setup {
+    std::size_t workers;
+    bool dispatch;
+  };
+  for (const Setup setup : {Setup{1, false}, Setup{2, false}, Setup{2, true}}) {
+    INFO(setup.workers << " workers" << (setup.dispatch ? " and a dispatching process" : ""));
+    const auto first = dpipe::testing::check_restore_sweep(
+        [&] { return DataLoader2<Batch>(make_pipeline(setup.dispatch), workers(setup.workers)); });
+    CHECK(first.size() >= 45);  // each worker batches its own shard
+  }
+}
+
+TEST_CASE("MP checkpoint: restoring does not replay what the workers computed", "[mp][checkpoint]") {
+  const auto make_loader = [] {
+    auto pipe = iter::from(range(400)).sharding_filter().map([](int x) {
+      if (x < g_replay_guard) throw std::logic_error("element " + std::to_string(x) + " was computed again");
+      return x;
+    });
+    return DataLoader2<Batch>(pipe.batch(4), workers(2));
+  };
+  std::vector<std::byte> state;
+  {
+    auto loader = make_loader();
+    std::size_t taken = 0;
+    for (auto& batch : loader) {
+      (void)batch;
+      if (++taken == 40) {
+        state = loader.state_dict();
+        break;
+      }
+    }
+  }
+  g_replay_guard = 160;  // the first 40 batches hold 0 .. 159
+  auto restored = make_loader();
+  restored.load_state_dict(state);
+  std::vector<int> rest;
+  for (auto& batch : restored) rest.insert(rest.end(), batch.begin(), batch.end());
+  g_replay_guard = -1;
+  std::sort(rest.begin(), rest.end());
+  CHECK(rest == range(160, 400));
+}
+
+TEST_CASE("MP checkpoint: while paused by limit / then resumed", "[mp][checkpoint]") {
+  const auto make_loader = [] {
+    return DataLoader2<int>(iter::from(range(60)).shuffle().sharding_filter(), workers(3));
+  };
+  auto reference = make_loader();
+  reference.seed(1);
+  std::vector<int> expected;
+  for (int x : reference) expected.push_back(x);
+  auto loader = make_loader();
+  loader.seed(1);
+  std::vector<int> got;
+  auto it = loader.begin();
+  loader.limit(25);
+  for (; it != loader.end(); ++it) got.push_back(*it);
+  CHECK(got == std::vector<int>(expected.begin(), expected.begin() + 25));
+  const auto state = loader.state_dict();
+  loader.resume();
+  for (; it != loader.end(); ++it) got.push_back(*it);
+  CHECK(got == std::vector<int>(expected.begin(), expected.begin() + 50));
+
+  auto restored = make_loader();
+  restored.load_state_dict(state);
+  auto restored_it = restored.begin();
+  CHECK(restored_it == restored.end());  // restored paused
+  restored.resume();
+  std::vector<int> rest;
+  for (; restored_it != restored.end(); ++restored_it) rest.push_back(*restored_it);
+  CHECK(rest == std::vector<int>(expected.begin() + 25, expected.end()));
+}
+
+TEST_CASE("MP checkpoint: another worker count is refused", "[mp][checkpoint]") {
+  std::vector<std::byte> state;
+  {
+    DataLoader2<int> loader(iter::from(range(10)).sharding_filter(), workers(2));
+    auto it = loader.begin();
+    ++it;
+    state = loader.state_dict();
+  }
+  DataLoader2<int> other(iter::from(range(10)).sharding_filter(), workers(3));
+  other.load_state_dict(state);
+  CHECK_THROWS_MATCHES(other.begin(), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved with 2 worker processes; this "
+                                      "MultiProcessingReadingService has 3: restore it with the same num_workers"));
+}
+
+TEST_CASE("MP checkpoint: a worker node without state support falls back to replaying", "[mp][checkpoint]") {
+  dpipe::testing::check_replay_fallback([] {
+    return DataLoader2<int>(
+        dpipe::make_iter<dpipe::testing::PlusOne>(iter::from(range(30)).shuffle(5).sharding_filter()), workers(2));
+  });
+}
+
+}  // namespace

@@ -1,0 +1,223 @@
+// MultiProcessingReadingService when things go wrong (SPEC §8): user exceptions in workers and in
+// the dispatching process, killed workers, a killed main process, stalls, shutdown at any point,
+// and nothing left behind.
+
+#include <csignal>
+#include <poll.h>
+#include <stdexcept>
+#include <string>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "support/battery.hpp"
+#include "support/loader.hpp"
+#include "support/process_snapshot.hpp"
+
+namespace dpipe_test {
+
+/// A user exception with its own type, to see the type travel.
+struct CustomError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace dpipe_test
+
+namespace {
+
+namespace iter = dpipe::iter;
+using dpipe::DataLoader2;
+using dpipe::MultiProcessingOptions;
+using dpipe::MultiProcessingReadingService;
+using dpipe::WorkerError;
+using dpipe::testing::ProcessSnapshot;
+using dpipe::testing::range;
+using dpipe::testing::workers;
+
+/// Reads until the loader throws T; returns what came before. Fails if the epoch ends instead.
+template <class Exception, class E>
+std::vector<E> read_until(DataLoader2<E>& loader, Exception& caught) {
+  std::vector<E> got;
+  try {
+    for (auto& element : loader) got.push_back(element);
+    FAIL("the epoch ended without an exception");
+  } catch (const Exception& error) {
+    caught = error;
+  }
+  return got;
+}
+
+/// Whether process `pid` (not necessarily a child) exits within `timeout_ms`.
+bool exits_within(pid_t pid, int timeout_ms) {
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return errno == ESRCH;  // already gone
+  pollfd watch{pidfd, POLLIN, 0};
+  const int ready = poll(&watch, 1, timeout_ms);
+  close(pidfd);
+  return ready == 1;
+}
+
+TEST_CASE("MP faults: a user exception in worker k after m elements follows every element before it (T16)",
+          "[mp][faults]") {
+  constexpr int kLocal = 7;  // worker k fails at its 8th element, after 7
+  for (int n = 1; n <= 3; ++n) {
+    for (int k = 0; k < n; ++k) {
+      INFO(n << " workers, worker " << k << " fails");
+      auto pipe = iter::from(range(100)).sharding_filter().map([n, k](int x) {
+        if (x == kLocal * n + k) throw dpipe_test::CustomError("oops");
+        return x;
+      });
+      DataLoader2<int> loader(pipe, workers(static_cast<std::size_t>(n)));
+      WorkerError error("", "", "", "");
+      CHECK(read_until(loader, error) == range(kLocal * n + k));
+      CHECK(std::string(error.what()) ==
+            "Caught dpipe_test::CustomError in worker process " + std::to_string(k) + ".\nOriginal message: oops");
+      CHECK(error.where() == "worker process " + std::to_string(k));
+      CHECK(error.original_type() == "dpipe_test::CustomError");
+      CHECK(error.original_message() == "oops");
+      CHECK_THROWS_MATCHES(loader.begin(), dpipe::UsageError,
+                           Catch::Message("Cannot iterate over the DataLoader as it has already been shut down"));
+    }
+  }
+}
+
+TEST_CASE("MP faults: an exception in the dispatching process reaches the loop in order (T17)", "[mp][faults]") {
+  auto pipe = iter::from(range(40))
+                  .map([](int x) {
+                    if (x == 13) throw dpipe_test::CustomError("dispatch failed");
+                    return x;
+                  })
+                  .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                  .map([](int x) { return x; });
+  DataLoader2<int> loader(pipe, workers(2));
+  WorkerError error("", "", "", "");
+  CHECK(read_until(loader, error) == range(13));
+  CHECK(std::string(error.what()) ==
+        "Caught dpipe_test::CustomError in dispatching process.\nOriginal message: "
+        "dispatch failed");
+  CHECK(error.where() == "dispatching process");
+}
+
+TEST_CASE("MP faults: worker_init_fn failing in a worker is reported for that worker", "[mp][faults]") {
+  MultiProcessingOptions options{.num_workers = 2};
+  options.worker_init_fn = [](dpipe::DataPipePtr graph, const dpipe::WorkerInfo& info) {
+    if (info.worker_id == 1) throw std::runtime_error("init failed");
+    return graph;
+  };
+  DataLoader2<int> loader(iter::from(range(10)).sharding_filter(), MultiProcessingReadingService(options));
+  WorkerError error("", "", "", "");
+  CHECK(read_until(loader, error) == std::vector<int>{0});
+  CHECK(std::string(error.what()) == "Caught std::runtime_error in worker process 1.\nOriginal message: init failed");
+}
+
+TEST_CASE("MP faults: a killed worker raises WorkerError naming it / its pid and the signal", "[mp][faults]") {
+  DataLoader2<int> loader(iter::from(range(1000000)).sharding_filter(), workers(2));
+  auto it = loader.begin();
+  for (int i = 0; i < 10; ++i, ++it) CHECK(*it == i);
+  auto& service = dynamic_cast<MultiProcessingReadingService&>(*loader.reading_service());
+  const pid_t victim = service.worker_pids().at(1);
+  REQUIRE(kill(victim, SIGKILL) == 0);
+  try {
+    for (; it != loader.end(); ++it) {
+    }
+    FAIL("the epoch ended although a worker was killed");
+  } catch (const WorkerError& error) {
+    CHECK(std::string(error.what()) == "MultiProcessingReadingService: worker process 1 (pid " +
+                                           std::to_string(victim) +
+                                           ") was killed by signal 9 (Killed); the epoch cannot continue");
+    CHECK(error.original_type().empty());
+  }
+  CHECK(service.worker_pids().empty());  // the loader shut down
+  CHECK(exits_within(victim, 0));
+}
+
+TEST_CASE("MP faults: killing the main process ends its workers", "[mp][faults]") {
+  int pids_pipe[2];
+  int hold_pipe[2];
+  REQUIRE(pipe(pids_pipe) == 0);
+  REQUIRE(pipe(hold_pipe) == 0);
+  const pid_t trainer = fork();
+  REQUIRE(trainer >= 0);
+  if (trainer == 0) {
+    // A trainer: 2 workers mid-epoch, then it blocks until it is killed.
+    close(pids_pipe[0]);
+    close(hold_pipe[1]);
+    DataLoader2<int> loader(iter::from(range(1000000)).sharding_filter(), workers(2));
+    auto it = loader.begin();
+    ++it;
+    const auto pids = dynamic_cast<MultiProcessingReadingService&>(*loader.reading_service()).worker_pids();
+    (void)!write(pids_pipe[1], pids.data(), pids.size() * sizeof(pid_t));
+    char byte = 0;
+    (void)!read(hold_pipe[0], &byte, 1);
+    _exit(0);
+  }
+  close(pids_pipe[1]);
+  close(hold_pipe[0]);
+  pid_t pids[2] = {0, 0};
+  REQUIRE(read(pids_pipe[0], pids, sizeof(pids)) == static_cast<ssize_t>(sizeof(pids)));
+  REQUIRE(kill(trainer, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(trainer, &status, 0) == trainer);
+  for (const pid_t worker : pids) {
+    INFO("worker pid " << worker);
+    CHECK(exits_within(worker, 5000));
+  }
+  close(pids_pipe[0]);
+  close(hold_pipe[1]);
+}
+
+TEST_CASE("MP faults: a stall longer than the timeout raises TimeoutError", "[mp][faults]") {
+  MultiProcessingOptions options{.num_workers = 2};
+  options.timeout = std::chrono::milliseconds(300);
+  auto pipe = iter::from(range(20)).sharding_filter().map([](int x) {
+    if (x == 5) std::this_thread::sleep_for(std::chrono::hours(1));  // worker 1 hangs in user code
+    return x;
+  });
+  DataLoader2<int> loader(pipe, MultiProcessingReadingService(options));
+  dpipe::TimeoutError error("");
+  CHECK(read_until(loader, error) == range(5));
+  CHECK(std::string(error.what()) ==
+        "MultiProcessingReadingService: worker process 1 sent nothing for 300 ms (the timeout); it may be stuck in a "
+        "user function");
+}
+
+TEST_CASE("MP faults: shutdown mid-epoch / after an epoch / while paused never hangs and leaves nothing (T24 / T25)",
+          "[mp][faults]") {
+  const auto before = ProcessSnapshot::take();
+  for (const bool dispatch : {false, true}) {
+    for (int scenario = 0; scenario < 3; ++scenario) {
+      INFO((dispatch ? "with" : "without") << " a dispatching process, scenario " << scenario);
+      auto source = iter::from(range(1000));
+      auto pipe = dispatch
+                      ? source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing).map([](int x) {
+                          return x;
+                        })
+                      : source.sharding_filter().map([](int x) { return x; });
+      std::vector<pid_t> pids;
+      {
+        DataLoader2<int> loader(pipe, workers(2));
+        std::vector<int> got;
+        for (auto& x : loader) {
+          got.push_back(x);
+          if (scenario == 0 && got.size() == 10) break;
+          if (scenario == 2 && got.size() == 10) loader.pause();
+        }
+        CHECK(got.size() == (scenario == 1 ? 1000U : 10U));
+        auto& service = dynamic_cast<MultiProcessingReadingService&>(*loader.reading_service());
+        pids = service.worker_pids();
+        if (dispatch) pids.push_back(*service.dispatcher_pid());
+      }
+      for (const pid_t pid : pids) CHECK(exits_within(pid, 0));
+      const auto after = ProcessSnapshot::take();
+      CHECK(after.children == before.children);
+      CHECK(after.descriptors == before.descriptors);
+      CHECK(after.shm == before.shm);
+    }
+  }
+}
+
+}  // namespace

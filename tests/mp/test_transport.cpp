@@ -1,0 +1,230 @@
+// The shared-memory transport of MultiProcessingReadingService, driven by threads instead of
+// processes so that ThreadSanitizer can watch it: rings, blocking writes and reads, records in
+// parts, the cyclic merge, errors, reset markers and drained checkpoints.
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <dpipe/core/error.hpp>
+
+#include "mp/protocol.hpp"
+#include "mp/record_merge.hpp"
+#include "mp/ring_sink.hpp"
+
+namespace {
+
+using dpipe::detail::mp::Bell;
+using dpipe::detail::mp::Endpoint;
+using dpipe::detail::mp::ErrorReport;
+using dpipe::detail::mp::Liveness;
+using dpipe::detail::mp::marker_payload;
+using dpipe::detail::mp::MergeInput;
+using dpipe::detail::mp::RecordKind;
+using dpipe::detail::mp::RecordMerge;
+using dpipe::detail::mp::RingHeader;
+using dpipe::detail::mp::RingMemory;
+using dpipe::detail::mp::RingSink;
+
+/// Threads never die here.
+struct AlwaysAlive final : Liveness {
+  void check(bool /*thorough*/) override {}
+};
+
+/// A ring in ordinary memory, shared by threads.
+struct TestRing {
+  explicit TestRing(std::size_t capacity) : data(capacity) {}
+  RingMemory memory() { return RingMemory{&header, data.data(), data.size()}; }
+  RingHeader header;
+  std::vector<std::byte> data;
+};
+
+/// A producer thread: `write` runs with a sink into `ring`, waking `reader`.
+class Producer {
+ public:
+  Producer(TestRing& ring, Bell& reader, std::function<void(RingSink&)> write)
+      : sink_(ring.memory(), Endpoint{&bell_, &alive_, std::chrono::milliseconds(0)}, &reader, "the test reader"),
+        thread_([this, write = std::move(write)] { write(sink_); }) {}
+  ~Producer() { thread_.join(); }
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
+  Bell& bell() { return bell_; }
+
+ private:
+  Bell bell_;
+  AlwaysAlive alive_;
+  RingSink sink_;
+  std::thread thread_;
+};
+
+std::vector<std::byte> pattern(std::size_t size, std::size_t seed) {
+  std::vector<std::byte> bytes(size);
+  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::byte>((i * 31 + seed * 7) & 0xFF);
+  return bytes;
+}
+
+void write_element(RingSink& sink, const std::vector<std::byte>& bytes) {
+  sink.begin().write_bytes(bytes.data(), bytes.size());
+  sink.end();
+}
+
+void write_int(RingSink& sink, std::int64_t value) {
+  sink.begin().write(value);
+  sink.end();
+}
+
+std::int64_t as_int(std::span<const std::byte> bytes) { return dpipe::from_bytes<std::int64_t>(bytes); }
+
+TEST_CASE("transport: a small ring carries elements of every size in order / long ones in parts", "[mp][concurrency]") {
+  TestRing ring(4096);  // records of up to 2 KiB: longer elements travel in parts
+  Bell reader_bell;
+  constexpr std::size_t kCount = 600;
+  const auto size_of = [](std::size_t i) { return (i * 37) % 9000; };
+  auto producer = std::make_unique<Producer>(ring, reader_bell, [&](RingSink& sink) {
+    sink.write_record(RecordKind::kResetAck, marker_payload(1));
+    for (std::size_t i = 0; i < kCount; ++i) write_element(sink, pattern(size_of(i), i));
+    sink.write_record(RecordKind::kEnd, {});
+  });
+  std::vector<MergeInput> inputs{MergeInput{ring.memory(), &producer->bell(), nullptr, "producer"}};
+  AlwaysAlive alive;
+  RecordMerge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
+                    [] { return std::uint64_t{1}; });
+  merge.reset();
+  std::size_t received = 0;
+  while (auto bytes = merge.next()) {
+    const auto expected = pattern(size_of(received), received);
+    REQUIRE(bytes->size() == expected.size());
+    CHECK(std::memcmp(bytes->data(), expected.data(), expected.size()) == 0);
+    ++received;
+  }
+  CHECK(received == kCount);
+  producer.reset();
+}
+
+TEST_CASE("transport: the merge takes the writers in turn and skips those that ended", "[mp][concurrency]") {
+  struct Case {
+    std::vector<std::size_t> sizes;
+    std::vector<std::int64_t> expected;  // writer w sends 100 * w + 0, 1, ...
+  };
+  const std::vector<Case> cases = {
+      {{4, 1}, {0, 100, 1, 2, 3}},
+      {{0, 5}, {100, 101, 102, 103, 104}},
+      {{7, 2, 0}, {0, 100, 1, 101, 2, 3, 4, 5, 6}},
+      {{1, 3, 2}, {0, 100, 200, 101, 201, 102}},
+  };
+  for (const auto& c : cases) {
+    INFO("sizes " << ::Catch::Detail::stringify(c.sizes));
+    std::vector<std::unique_ptr<TestRing>> rings;
+    Bell reader_bell;
+    std::vector<std::unique_ptr<Producer>> producers;
+    for (std::size_t w = 0; w < c.sizes.size(); ++w) {
+      rings.push_back(std::make_unique<TestRing>(4096));
+      producers.push_back(std::make_unique<Producer>(*rings.back(), reader_bell, [w, n = c.sizes[w]](RingSink& sink) {
+        sink.write_record(RecordKind::kResetAck, marker_payload(1));
+        for (std::size_t i = 0; i < n; ++i) write_int(sink, static_cast<std::int64_t>(100 * w + i));
+        sink.write_record(RecordKind::kEnd, {});
+      }));
+    }
+    std::vector<MergeInput> inputs;
+    for (std::size_t w = 0; w < rings.size(); ++w) {
+      inputs.push_back(MergeInput{rings[w]->memory(), &producers[w]->bell(), nullptr, "writer " + std::to_string(w)});
+    }
+    AlwaysAlive alive;
+    RecordMerge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
+                      [] { return std::uint64_t{1}; });
+    merge.reset();
+    std::vector<std::int64_t> got;
+    while (auto bytes = merge.next()) got.push_back(as_int(*bytes));
+    CHECK(got == c.expected);
+    producers.clear();
+  }
+}
+
+TEST_CASE("transport: records of an older epoch are dropped / an error follows what precedes it", "[mp][concurrency]") {
+  TestRing first(4096);
+  TestRing second(4096);
+  Bell reader_bell;
+  Producer stale(first, reader_bell, [](RingSink& sink) {
+    for (int i = 0; i < 50; ++i) write_int(sink, -1);  // before the reset: dropped
+    sink.write_record(RecordKind::kResetAck, marker_payload(0));
+    write_int(sink, -2);  // still the old epoch
+    sink.write_record(RecordKind::kResetAck, marker_payload(1));
+    for (int i = 0; i < 5; ++i) write_int(sink, i);
+    sink.write_record(RecordKind::kPaused, marker_payload(3));  // markers are skipped
+    sink.write_record(RecordKind::kEnd, {});
+  });
+  Producer failing(second, reader_bell, [](RingSink& sink) {
+    sink.write_record(RecordKind::kResetAck, marker_payload(1));
+    write_int(sink, 10);
+    write_int(sink, 11);
+    sink.write_record(RecordKind::kError,
+                      dpipe::to_bytes(ErrorReport{"worker process 1", "std::out_of_range", "index 7"}));
+  });
+  AlwaysAlive alive;
+  RecordMerge merge({MergeInput{first.memory(), &stale.bell(), nullptr, "worker process 0"},
+                     MergeInput{second.memory(), &failing.bell(), nullptr, "worker process 1"}},
+                    Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
+  merge.reset();
+  std::vector<std::int64_t> got;
+  try {
+    while (auto bytes = merge.next()) got.push_back(as_int(*bytes));
+    FAIL("no error");
+  } catch (const dpipe::WorkerError& error) {
+    CHECK(std::string(error.what()) == "Caught std::out_of_range in worker process 1.\nOriginal message: index 7");
+  }
+  CHECK(got == std::vector<std::int64_t>{0, 10, 1, 11, 2});
+  CHECK_THROWS_AS(merge.next(), dpipe::WorkerError);  // the failure stays
+}
+
+TEST_CASE("transport: a drained merge saves what it holds / and a fresh one continues from it", "[mp][concurrency]") {
+  TestRing ring_a(4096);
+  TestRing ring_b(4096);
+  Bell reader_bell;
+  std::vector<std::byte> state;
+  {
+    Producer a(ring_a, reader_bell, [](RingSink& sink) {
+      sink.write_record(RecordKind::kResetAck, marker_payload(1));
+      for (int i = 0; i < 6; ++i) write_int(sink, i);
+      sink.write_record(RecordKind::kPaused, marker_payload(9));
+    });
+    Producer b(ring_b, reader_bell, [](RingSink& sink) {
+      sink.write_record(RecordKind::kResetAck, marker_payload(1));
+      for (int i = 0; i < 3; ++i) write_int(sink, 100 + i);
+      sink.write_record(RecordKind::kEnd, {});
+      sink.write_record(RecordKind::kPaused, marker_payload(9));
+    });
+    AlwaysAlive alive;
+    RecordMerge merge(
+        {MergeInput{ring_a.memory(), &a.bell(), nullptr, "a"}, MergeInput{ring_b.memory(), &b.bell(), nullptr, "b"}},
+        Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
+    merge.reset();
+    CHECK(as_int(*merge.next()) == 0);
+    CHECK(as_int(*merge.next()) == 100);
+    CHECK(as_int(*merge.next()) == 1);
+    std::vector<std::byte> running;
+    dpipe::ByteWriter running_writer(running);
+    CHECK_THROWS_AS(merge.save_state(running_writer), dpipe::StateError);  // not drained
+    merge.drain_until_paused(9);
+    dpipe::ByteWriter writer(state);
+    merge.save_state(writer);
+  }
+  TestRing empty(4096);
+  Bell writer_bell;
+  AlwaysAlive alive;
+  RecordMerge restored(
+      {MergeInput{empty.memory(), &writer_bell, nullptr, "a"}, MergeInput{empty.memory(), &writer_bell, nullptr, "b"}},
+      Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
+  dpipe::ByteReader reader(state);
+  restored.load_state(reader);
+  std::vector<std::int64_t> rest;
+  for (int i = 0; i < 6; ++i) rest.push_back(as_int(*restored.next()));
+  CHECK(rest == std::vector<std::int64_t>{101, 2, 102, 3, 4, 5});
+}
+
+}  // namespace

@@ -1,0 +1,127 @@
+#pragma once
+// Helpers for loader tests: reading an epoch, a loader with worker processes, a user node without
+// checkpoint support, and the replay-fallback check both reading services must pass.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <dpipe/dpipe.hpp>
+
+#include "support/log_capture.hpp"
+
+namespace dpipe::testing {
+
+/// Every element of the loader's next epoch.
+template <class T>
+std::vector<T> epoch(DataLoader2<T>& loader) {
+  std::vector<T> out;
+  for (auto& element : loader) out.push_back(element);
+  return out;
+}
+
+/// A MultiProcessingReadingService with `n` workers and default options.
+inline MultiProcessingReadingService workers(std::size_t n) {
+  return MultiProcessingReadingService({.num_workers = n});
+}
+
+/// A user node without checkpoint support: yields each element plus one.
+class PlusOne final : public IterDataPipe<int> {
+ public:
+  explicit PlusOne(const IterPipe<int>& source) : IterDataPipe("plus_one"), source_(source.ptr()) {}
+  void for_each_input(const InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<PlusOne>(*this); }
+
+ protected:
+  std::optional<int> next_impl() override {
+    auto value = source_.next();
+    if (!value) return std::nullopt;
+    return *value + 1;
+  }
+
+ private:
+  Input<int> source_;
+};
+
+/// A loader from `make()` (seeded 11) whose graph holds a PlusOne, saved after 12 elements and
+/// restored into a new loader, yields the rest of the epoch by replaying it, with two warnings.
+template <class Make>
+void check_replay_fallback(const Make& make) {
+  auto reference = make();
+  reference.seed(11);
+  const auto first = epoch(reference);
+  LogCapture log;
+  std::vector<std::byte> state;
+  {
+    auto loader = make();
+    loader.seed(11);
+    int taken = 0;
+    for (int x : loader) {
+      (void)x;
+      if (++taken == 12) {
+        state = loader.state_dict();
+        break;
+      }
+    }
+  }
+  auto restored = make();
+  restored.load_state_dict(state);
+  CHECK(epoch(restored) == std::vector<int>(first.begin() + 12, first.end()));
+  const auto messages = log.messages();
+  REQUIRE(messages.size() == 2);
+  CHECK(messages[0].starts_with("DataLoader2: plus_one#"));
+  CHECK(messages[0].ends_with("the checkpoint will replay the epoch to restore the position"));
+  CHECK(messages[1] ==
+        "DataLoader2: the checkpoint holds no state for some node (it does not implement save_state); replaying 12 "
+        "elements of epoch 1 to restore the position");
+}
+
+/// The restore sweep (SPEC §9): for every position k of an epoch of `make()` (seeded 7), a loader
+/// restored from the state saved after k elements yields exactly the rest of the epoch, then the
+/// next epoch of the uninterrupted run; the loader that saved goes on undisturbed. Returns the
+/// uninterrupted first epoch.
+template <class Make>
+auto check_restore_sweep(const Make& make) {
+  auto reference = make();
+  reference.seed(7);
+  const auto first = epoch(reference);
+  const auto second = epoch(reference);
+  using Element = typename decltype(first)::value_type;
+  const auto rest_after = [&](std::size_t k) {
+    return std::vector<Element>(first.begin() + static_cast<std::ptrdiff_t>(k), first.end());
+  };
+  for (std::size_t k = 0; k <= first.size(); ++k) {
+    INFO("saved after " << k << " elements");
+    std::vector<std::byte> state;
+    {
+      auto loader = make();
+      loader.seed(7);
+      std::size_t taken = 0;
+      auto it = loader.begin();
+      for (; taken < k && it != loader.end(); ++it) ++taken;
+      if (k == first.size()) CHECK(it == loader.end());  // the epoch is over
+      state = loader.state_dict();
+      if (k % 7 == 3) {
+        std::vector<Element> rest;
+        for (; it != loader.end(); ++it) rest.push_back(*it);
+        CHECK(rest == rest_after(k));
+      }
+    }  // the loader that saved is gone
+    auto restored = make();
+    restored.load_state_dict(state);
+    const auto rest = epoch(restored);
+    if (k == first.size()) {
+      CHECK(rest == second);  // saved after the epoch ended: the next iteration is the next epoch
+    } else {
+      CHECK(rest == rest_after(k));
+      CHECK(epoch(restored) == second);
+    }
+  }
+  return first;
+}
+
+}  // namespace dpipe::testing
