@@ -37,4 +37,14 @@ inline double report(const std::string& name, double seconds, std::uint64_t elem
   return rate;
 }
 
+/// Reads whole epochs of `loader`, the best of `repeats`, and reports the rate as `name`.
+/// `read_epoch(loader)` reads one epoch and returns how many elements it saw.
+template <class Loader, class ReadEpoch>
+double measure_epochs(const std::string& name, int repeats, Loader& loader, ReadEpoch read_epoch) {
+  std::uint64_t elements = 0;
+  const double seconds = best_seconds(
+      repeats, [&] { return read_epoch(loader); }, elements);
+  return report(name, seconds, elements);
+}
+
 }  // namespace dpipe::bench

@@ -1,111 +1,108 @@
-// The main example: an in-process pipeline over data it generates itself, seeded each epoch the
-// way DataLoader2 seeds it, with a checkpoint taken in the middle of an epoch and restored into a
-// pipeline built anew, which continues exactly where the first one stopped.
+// The main example: a trainer loop over DataLoader2 with two worker processes. It trains three
+// epochs without interruption, then trains again, stops in the middle of epoch 1 with a
+// checkpoint, destroys the loader (as a crash or a preemption would), restores a new loader from
+// the checkpoint, and finishes: the second run sees exactly the batches of the first.
 
+#include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <dpipe/dpipe.hpp>
 
 namespace {
 
+// [sample]
+/// What crosses from the workers to the trainer. DPIPE_FIELDS lets dpipe encode it.
 struct Sample {
   int id = 0;
   std::vector<float> features;
-  DPIPE_FIELDS(id, features)  // lets checkpoints hold Samples
+  DPIPE_FIELDS(id, features)
 };
+using Batch = std::vector<Sample>;
+// [sample]
 
-// [pipeline]
-/// The pipeline: shuffle ids, keep this instance's share, turn ids into samples, batch, read ahead.
-dpipe::IterPipe<std::vector<Sample>> build_pipeline(int num_samples) {
-  std::vector<int> ids(static_cast<std::size_t>(num_samples));
+// [loader]
+/// The same code builds the loader of the first run and the restored one.
+dpipe::DataLoader2<Batch> make_loader() {
+  std::vector<int> ids(10000);
   std::iota(ids.begin(), ids.end(), 0);
   auto pipeline = dpipe::iter::from(std::move(ids))
-                      .shuffle(/*buffer_size=*/64)
-                      .sharding_filter()
-                      .map([](int id) {
-                        return Sample{id, {static_cast<float>(id) * 0.5F, static_cast<float>(id % 7)}};
+                      .shuffle(/*buffer_size=*/1000)  // the same order in every worker...
+                      .sharding_filter()              // ...of which each worker keeps its share
+                      .map([](int id) {               // runs in the workers: decode, augment, ...
+                        std::vector<float> features(16);
+                        for (std::size_t i = 0; i < features.size(); ++i) {
+                          features[i] = static_cast<float>(id) * 0.001F + static_cast<float>(i);
+                        }
+                        return Sample{id, std::move(features)};
                       })
-                      .batch(16)
-                      .prefetch(4);
-  dpipe::graph::apply_sharding(pipeline.ptr(), /*num_instances=*/1, /*instance_id=*/0);
-  return pipeline;
+                      .batch(64);
+  return dpipe::DataLoader2<Batch>(pipeline, dpipe::MultiProcessingReadingService({.num_workers = 2}));
 }
-// [pipeline]
+// [loader]
 
-// [seed]
-/// Seeds the pipeline's random nodes for `epoch`, as DataLoader2 does with seed(epoch).
-void seed_epoch(const dpipe::IterPipe<std::vector<Sample>>& pipeline, std::uint64_t epoch) {
-  dpipe::SeedGenerator seeds(epoch);
-  dpipe::graph::set_graph_random_seed(pipeline.ptr(), seeds);
-}
-// [seed]
-
-std::vector<int> ids_of(const std::vector<std::vector<Sample>>& batches) {
-  std::vector<int> ids;
-  for (const auto& batch : batches) {
-    for (const auto& sample : batch) ids.push_back(sample.id);
-  }
-  return ids;
+/// Stands in for a training step: folds the batch into a running checksum.
+void train_step(const Batch& batch, std::uint64_t& checksum) {
+  for (const auto& sample : batch) checksum = checksum * 31 + static_cast<std::uint64_t>(sample.id);
 }
 
 }  // namespace
 
 int main() {
-  constexpr int kSamples = 200;
-  auto pipeline = build_pipeline(kSamples);
-  std::printf(
-      "dpipe demo: %d samples -> shuffle(64) -> sharding_filter -> map(make_sample) -> batch(16) -> prefetch(4)\n",
-      kSamples);
-  std::printf("graph, root first:");
-  for (const auto& node : dpipe::graph::list_dps(dpipe::graph::traverse_dps(pipeline))) {
-    std::printf(" %s", std::string(node->name()).c_str());
-  }
-  std::printf("\n");
+  constexpr std::uint64_t kEpochs = 3;
+  constexpr std::size_t kStopAfter = 40;  // batches into epoch 1
 
-  // Epoch 0, in full.
-  seed_epoch(pipeline, 0);
-  std::vector<std::vector<Sample>> epoch0;
-  for (auto& batch : pipeline) epoch0.push_back(std::move(batch));
-  const auto ids0 = ids_of(epoch0);
-  std::printf("epoch 0: %zu batches, %zu samples, first ids %d %d %d %d\n", epoch0.size(), ids0.size(), ids0[0],
-              ids0[1], ids0[2], ids0[3]);
-
-  // [checkpoint]
-  // Epoch 1: stop after 5 batches and checkpoint.
-  seed_epoch(pipeline, 1);
-  std::vector<std::vector<Sample>> seen;
-  std::vector<std::byte> checkpoint;
-  for (auto& batch : pipeline) {
-    seen.push_back(std::move(batch));
-    if (seen.size() == 5) {
-      checkpoint = dpipe::graph::save_state(pipeline);
-      break;
+  // An uninterrupted run, for comparison.
+  std::uint64_t expected = 0;
+  std::size_t batches = 0;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    auto loader = make_loader();
+    for (std::uint64_t epoch = 0; epoch < kEpochs; ++epoch) {
+      loader.seed(epoch);
+      for (const auto& batch : loader) {
+        train_step(batch, expected);
+        ++batches;
+      }
     }
+    auto& workers = dynamic_cast<dpipe::MultiProcessingReadingService&>(*loader.reading_service());
+    std::printf("dpipe demo: 10000 samples -> shuffle -> sharding_filter -> map -> batch(64), %zu worker processes\n",
+                workers.worker_pids().size());
   }
-  // [checkpoint]
-  std::printf("epoch 1: stopped after %zu batches (%zu samples), checkpoint of %zu bytes\n", seen.size(),
-              ids_of(seen).size(), checkpoint.size());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("uninterrupted: %llu epochs, %zu batches (%.0f samples/s)\n", static_cast<unsigned long long>(kEpochs),
+              batches, static_cast<double>(batches) * 64.0 / seconds);
 
-  // [restore]
-  // A new pipeline, built by the same code, restored from the checkpoint.
-  auto resumed = build_pipeline(kSamples);
-  dpipe::graph::load_state(resumed, checkpoint);
-  std::vector<std::vector<Sample>> rest;
-  for (auto& batch : resumed) rest.push_back(std::move(batch));  // continues the saved epoch
-  // [restore]
-  std::printf("resumed in a new pipeline: %zu more batches, %zu samples\n", rest.size(), ids_of(rest).size());
+  // [train]
+  std::uint64_t checksum = 0;
+  std::vector<std::byte> checkpoint;
+  {
+    auto loader = make_loader();
+    for (std::uint64_t epoch = 0; epoch < kEpochs && checkpoint.empty(); ++epoch) {
+      loader.seed(epoch);
+      std::size_t step = 0;
+      for (const auto& batch : loader) {
+        train_step(batch, checksum);
+        if (epoch == 1 && ++step == kStopAfter) {
+          checkpoint = loader.state_dict();  // exactly the batches trained on, workers included
+          break;
+        }
+      }
+    }
+  }  // the loader and its workers are gone
+  std::printf("stopped in epoch 1 after %zu batches; checkpoint of %zu bytes\n", kStopAfter, checkpoint.size());
 
-  // The same epoch without interruption, for comparison.
-  auto reference = build_pipeline(kSamples);
-  seed_epoch(reference, 1);
-  std::vector<std::vector<Sample>> whole;
-  for (auto& batch : reference) whole.push_back(std::move(batch));
-  auto joined = ids_of(seen);
-  const auto rest_ids = ids_of(rest);
-  joined.insert(joined.end(), rest_ids.begin(), rest_ids.end());
-  const bool identical = joined == ids_of(whole);
-  std::printf("stopped + resumed == uninterrupted epoch 1: %s\n", identical ? "yes" : "NO");
-  return identical ? 0 : 1;
+  auto resumed = make_loader();
+  resumed.load_state_dict(checkpoint);                            // new workers continue where the old ones stopped
+  for (const auto& batch : resumed) train_step(batch, checksum);  // the rest of epoch 1
+  resumed.seed(2);
+  for (const auto& batch : resumed) train_step(batch, checksum);  // epoch 2
+  // [train]
+
+  std::printf("uninterrupted checksum %llu\nresumed checksum       %llu\nidentical: %s\n",
+              static_cast<unsigned long long>(expected), static_cast<unsigned long long>(checksum),
+              expected == checksum ? "yes" : "NO");
+  return expected == checksum ? 0 : 1;
 }
