@@ -2,8 +2,8 @@
 // processes so that ThreadSanitizer can watch it: rings, blocking writes and reads, records in
 // parts, the cyclic merge, errors, reset markers and drained checkpoints.
 
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -100,7 +100,7 @@ TEST_CASE("transport: a small ring carries elements of every size in order / lon
   while (auto bytes = merge.next()) {
     const auto expected = pattern(size_of(received), received);
     REQUIRE(bytes->size() == expected.size());
-    CHECK(std::memcmp(bytes->data(), expected.data(), expected.size()) == 0);
+    CHECK(std::equal(bytes->begin(), bytes->end(), expected.begin()));
     ++received;
   }
   CHECK(received == kCount);

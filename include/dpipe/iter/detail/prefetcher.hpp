@@ -179,8 +179,9 @@ class Prefetcher final : public IterDataPipe<T> {
       const bool finished = error || chunk.size() < slots;
       items.clear();
       for (auto& value : chunk) items.push_back(Item{std::move(value), nullptr});
-      // The end (or the exception) takes one of the remaining slots.
-      if (finished) items.push_back(Item{std::nullopt, error});
+      // The end (or the exception) takes one of the remaining slots. The exception is moved: the
+      // consumer holds its only reference and frees it (no release races with its last read).
+      if (finished) items.push_back(Item{std::nullopt, std::move(error)});
       channel.queue.enqueue_bulk(std::make_move_iterator(items.begin()), items.size());
       if (finished) {
         channel.producer_done.store(true);
