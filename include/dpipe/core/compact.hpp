@@ -18,11 +18,20 @@ std::size_t compact(std::vector<T>& out, std::size_t start, Keep&& keep) {
   std::size_t write = start;
   try {
     if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= 16) {
-      // Branch-free: always copy, advance only past kept elements.
-      for (std::size_t read = start; read < end; ++read) {
-        const bool kept = static_cast<bool>(keep(static_cast<const T&>(data[read])));
-        data[write] = data[read];
-        write += kept ? 1 : 0;
+      // Branch-free: always copy, advance only past kept elements. Four elements are loaded before
+      // any of them is stored, so that the loads need not wait for the stores' addresses.
+      std::size_t read = start;
+      for (; read + 4 <= end; read += 4) {
+        const T group[4] = {data[read], data[read + 1], data[read + 2], data[read + 3]};
+        for (const T& element : group) {
+          data[write] = element;
+          write += keep(element) ? std::size_t{1} : std::size_t{0};
+        }
+      }
+      for (; read < end; ++read) {
+        const T element = data[read];
+        data[write] = element;
+        write += keep(element) ? std::size_t{1} : std::size_t{0};
       }
     } else {
       for (std::size_t read = start; read < end; ++read) {

@@ -107,7 +107,9 @@ class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
       const std::size_t first = out.size();
       out.resize(first + produced);
       T* destination = out.data() + first;
-      for (std::size_t i = 0; i < produced; ++i, ++it) destination[i] = *it;
+      const Iterator first_read = it;
+      for (std::size_t i = 0; i < produced; ++i) destination[i] = first_read[static_cast<std::ptrdiff_t>(i)];
+      Access::advance(it, produced);
     } else {
       for (; produced < n && it != last; ++produced, ++it) out.emplace_back(*it);
     }
