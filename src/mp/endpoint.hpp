@@ -39,20 +39,23 @@ struct Endpoint {
   std::chrono::milliseconds timeout{0};  // zero: no timeout
 
   /// Blocks until `ready()` returns true. Throws what liveness->check() throws, or TimeoutError
-  /// with `describe_stall()` once `timeout` passes without `ready()`.
+  /// with `describe_stall()` once `timeout` passes without `ready()`. The first sleep lasts at most
+  /// `first_sleep`, for a caller that let its peer skip the wake-up for a while.
   template <class Ready, class Describe>
-  void wait(Ready&& ready, Describe&& describe_stall) const {
+  void wait(Ready&& ready, Describe&& describe_stall,
+            std::chrono::nanoseconds first_sleep = kLivenessPeriod) const {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     auto last_check = start;
-    for (;;) {
+    for (bool first = true;; first = false) {
       if (ready()) return;
       const auto key = bell->prepare();
       if (ready()) {
         bell->cancel();
         return;
       }
-      std::chrono::nanoseconds slice = kLivenessPeriod;
+      std::chrono::nanoseconds slice = first ? std::min<std::chrono::nanoseconds>(first_sleep, kLivenessPeriod)
+                                             : std::chrono::nanoseconds(kLivenessPeriod);
       if (timeout.count() > 0) slice = std::min(slice, std::chrono::nanoseconds(start + timeout - Clock::now()));
       bell->wait(key, std::max(slice, std::chrono::nanoseconds(0)));
       const auto now = Clock::now();

@@ -55,7 +55,8 @@ RingReader::Record RecordMerge::wait_record(Input& input) {
               "MultiProcessingReadingService: {} sent nothing for {} ms (the timeout); it may be stuck in a user "
               "function",
               input.link.name, endpoint_.timeout.count());
-        });
+        },
+        kReaderBatchWait);
   } catch (...) {
     input.reader.stop_waiting();
     throw;

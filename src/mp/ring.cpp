@@ -11,9 +11,6 @@
 namespace dpipe::detail::mp {
 namespace {
 
-/// How long a starving reader waits for a batch of elements before any element wakes it.
-constexpr std::int64_t kBatchWaitNs = 1'000'000;
-
 std::int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -88,7 +85,7 @@ bool RingWriter::reader_wants_wake() const noexcept {
   if (header.reader_starving.load(std::memory_order_relaxed) == 0) return false;
   return elements_written_ >= header.wake_reader_at_elements.load(std::memory_order_relaxed) ||
          head_ - header.tail.load(std::memory_order_relaxed) >= memory_.capacity / 4 ||
-         now_ns() - header.reader_waits_since.load(std::memory_order_relaxed) >= kBatchWaitNs;
+         now_ns() - header.reader_waits_since.load(std::memory_order_relaxed) >= kReaderBatchWait.count();
 }
 
 void RingReader::start_waiting(std::uint64_t elements) noexcept {

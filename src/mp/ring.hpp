@@ -8,6 +8,7 @@
 // Positions are byte counters that only grow; the data offset is the counter modulo the capacity.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -52,6 +53,11 @@ struct RingMemory {
   std::byte* data = nullptr;
   std::size_t capacity = 0;
 };
+
+/// How long a starving reader waits for a batch of elements before any element wakes it. The
+/// reader's first sleep ends then too, so an element published without a wake-up (its writer then
+/// stalled in user code) waits no longer than this.
+inline constexpr std::chrono::nanoseconds kReaderBatchWait{1'000'000};
 
 [[nodiscard]] constexpr std::size_t padded(std::size_t size) noexcept { return (size + 7) & ~std::size_t{7}; }
 

@@ -54,9 +54,11 @@ ByteWriter& RingSink::begin() {
 void RingSink::end() {
   last_element_ += used_;
   commit(false);
-  // Each element is visible as soon as it is complete; the reader is woken when it asked to be.
+  // Each element is visible as soon as it is complete; the reader is woken when it asked to be,
+  // and at the latest by the next flush().
   writer_.publish();
-  if (writer_.reader_wants_wake()) reader_bell_->ring();
+  reader_owed_ring_ = !writer_.reader_wants_wake();
+  if (!reader_owed_ring_) reader_bell_->ring();
 }
 
 void RingSink::write(const void* data, std::size_t size) {
@@ -85,8 +87,9 @@ void RingSink::write_record(RecordKind kind, std::span<const std::byte> payload)
 }
 
 void RingSink::flush() {
-  if (writer_.unpublished() == 0) return;
+  if (writer_.unpublished() == 0 && !reader_owed_ring_) return;
   writer_.publish();
+  reader_owed_ring_ = false;
   reader_bell_->ring();
 }
 

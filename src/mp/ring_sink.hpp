@@ -27,7 +27,9 @@ class RingSink final : public ElementSink, private ByteSink {
 
   /// Writes a whole record, in several parts when it is longer than one record holds.
   void write_record(RecordKind kind, std::span<const std::byte> payload);
-  /// Publishes what was written and wakes the reader if it sleeps.
+  /// Publishes what was written and wakes the reader if it sleeps and has not been woken for
+  /// everything published. Call it before waiting and after a burst of elements: end() leaves
+  /// the wake-up of a reader that asked for more elements to it.
   void flush();
 
   [[nodiscard]] RingWriter& writer() noexcept { return writer_; }
@@ -48,6 +50,7 @@ class RingSink final : public ElementSink, private ByteSink {
   std::span<std::byte> room_;
   std::size_t used_ = 0;
   std::size_t last_element_ = 0;  // the size of the previous element: claim that much next time
+  bool reader_owed_ring_ = false;  // elements were published without waking the reader
 };
 
 }  // namespace dpipe::detail::mp

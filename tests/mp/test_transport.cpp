@@ -107,6 +107,53 @@ TEST_CASE("transport: a small ring carries elements of every size in order / lon
   producer.reset();
 }
 
+TEST_CASE("transport: flush() wakes a reader that asked for more elements than were written", "[mp][concurrency]") {
+  // The reader sleeps until 8 elements are there; a writer that publishes 1 and then waits (its
+  // budget is full, or it blocks on the ring) must not leave the reader asleep.
+  TestRing ring(4096);
+  Bell reader_bell;
+  Bell writer_bell;
+  AlwaysAlive alive;
+  RingSink sink(ring.memory(), Endpoint{&writer_bell, &alive, std::chrono::milliseconds(0)}, &reader_bell, "reader");
+  dpipe::detail::mp::RingReader reader(ring.memory());
+  reader.start_waiting(8);
+  const auto asleep = reader_bell.prepare();
+  write_int(sink, 7);
+  CHECK(reader_bell.prepare() == asleep);  // one element: not yet worth a wake-up
+  sink.flush();
+  CHECK(reader_bell.prepare() != asleep);  // the writer is about to wait: the reader is woken
+  sink.flush();
+  const auto woken = reader_bell.prepare();
+  sink.flush();
+  CHECK(reader_bell.prepare() == woken);  // nothing new: no further wake-up
+  const auto record = reader.peek();
+  REQUIRE(record);
+  CHECK(as_int(record->payload) == 7);
+}
+
+/// Counts liveness checks, and the thorough ones (at most one per liveness period of waiting).
+struct CountingLiveness final : Liveness {
+  void check(bool thorough) override {
+    ++checks;
+    thorough_checks += thorough ? 1 : 0;
+  }
+  int checks = 0;
+  int thorough_checks = 0;
+};
+
+TEST_CASE("transport: a reader's first sleep is short / so an element published without a wake-up is not held",
+          "[mp][concurrency]") {
+  // Nobody rings the bell: the first sleep ends after `first_sleep`, long before a liveness period.
+  Bell bell;
+  CountingLiveness liveness;
+  const Endpoint endpoint{&bell, &liveness, std::chrono::milliseconds(0)};
+  int polls = 0;
+  endpoint.wait([&] { return ++polls == 3; }, [] { return std::string(); }, std::chrono::microseconds(200));
+  CHECK(polls == 3);  // before and after announcing the sleep, then once after it
+  CHECK(liveness.checks == 1);
+  CHECK(liveness.thorough_checks == 0);  // woken by the first sleep's end, not by the liveness period
+}
+
 TEST_CASE("transport: the merge takes the writers in turn and skips those that ended", "[mp][concurrency]") {
   struct Case {
     std::vector<std::size_t> sizes;
