@@ -84,7 +84,14 @@ std::vector<std::byte> save_state(const DataPipePtr& root) {
 void load_state(const DataPipePtr& root, std::span<const std::byte> blob) {
   ByteReader reader = ::dpipe::detail::open_blob(blob, kMagic, kFormatVersion, kWhat);
   const auto nodes = list_dps(traverse_dps(root));
-  const auto saved_fingerprint = reader.read<std::uint64_t>();
+  std::uint64_t saved_fingerprint = 0;
+  std::uint64_t count = 0;
+  try {
+    saved_fingerprint = reader.read<std::uint64_t>();
+    count = reader.read<std::uint64_t>();
+  } catch (const SerializationError& error) {
+    DPIPE_THROW(StateError, "the {} is corrupt: {}", kWhat, error.what());
+  }
   const auto expected_fingerprint = fingerprint_of(nodes);
   if (saved_fingerprint != expected_fingerprint) {
     DPIPE_THROW(StateError,
@@ -92,7 +99,6 @@ void load_state(const DataPipePtr& root, std::span<const std::byte> blob) {
                 "pipeline's is {:016x}); restore it into a pipeline built by the same code",
                 saved_fingerprint, expected_fingerprint);
   }
-  const auto count = reader.read<std::uint64_t>();
   if (count != nodes.size()) {
     DPIPE_THROW(StateError, "the graph checkpoint holds {} nodes, the pipeline has {}", count, nodes.size());
   }

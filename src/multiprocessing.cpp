@@ -86,7 +86,11 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, std::span<co
 
   std::optional<detail::mp::GroupState> saved;
   if (!saved_group.empty()) {
-    saved = from_bytes<detail::mp::GroupState>(saved_group);
+    try {
+      saved = from_bytes<detail::mp::GroupState>(saved_group);
+    } catch (const SerializationError& error) {
+      DPIPE_THROW(StateError, "the MultiProcessingReadingService checkpoint is corrupt: {}", error.what());
+    }
     if (saved->workers.size() != options_.num_workers ||
         saved->dispatcher.has_value() != (plan.dispatched != nullptr)) {
       DPIPE_THROW(StateError, "the MultiProcessingReadingService checkpoint is corrupt: it holds {} worker states{}",

@@ -62,7 +62,12 @@ std::vector<std::byte> save_child(const ChildProgress& progress, const DataPipeP
 }
 
 void restore_child(std::span<const std::byte> blob, ChildProgress& progress, const DataPipePtr& root) {
-  const auto checkpoint = from_bytes<ChildCheckpoint>(blob);
+  ChildCheckpoint checkpoint;
+  try {
+    checkpoint = from_bytes<ChildCheckpoint>(blob);
+  } catch (const SerializationError& error) {
+    DPIPE_THROW(StateError, "the checkpoint of this process is corrupt: {}", error.what());
+  }
   progress = checkpoint.progress;
   set_worker_random_state(checkpoint.random);
   graph::load_state(root, checkpoint.graph);

@@ -84,7 +84,8 @@ struct ChildProgress {
 /// A child's checkpoint: its progress, its random state (worker.hpp) and its graph's state.
 [[nodiscard]] std::vector<std::byte> save_child(const ChildProgress& progress, const DataPipePtr& root);
 /// Restores what save_child saved: sets `progress` first (a graph reading another process needs
-/// its generation), then `root`'s graph, which continues the saved iteration.
+/// its generation), then `root`'s graph, which continues the saved iteration. Throws StateError
+/// when `blob` is corrupt.
 void restore_child(std::span<const std::byte> blob, ChildProgress& progress, const DataPipePtr& root);
 
 }  // namespace dpipe::detail::mp

@@ -252,11 +252,20 @@ void RecordMerge::load_state(ByteReader& reader) {
         DPIPE_THROW(StateError, "the checkpoint is corrupt: a stored record of kind {}", kind);
       }
       input.stored.push_back(Stored{static_cast<RecordKind>(kind), reader.read<std::vector<std::byte>>()});
+      if (input.stored.back().kind == RecordKind::kError) (void)from_bytes<ErrorReport>(input.stored.back().bytes);
     }
   }
   expected_ = generation_();
   failure_.reset();
   drained_ = true;
+}
+
+void RecordMerge::for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const {
+  for (const auto& input : inputs_) {
+    for (const auto& stored : input.stored) {
+      if (stored.kind == RecordKind::kElement) visit(stored.bytes);
+    }
+  }
 }
 
 }  // namespace dpipe::detail::mp

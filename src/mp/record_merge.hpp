@@ -45,7 +45,9 @@ class RecordMerge final : public RecordSource {
   void reset() override;
   /// Requires drain_until_paused() (or load_state()) since the last read from a ring.
   void save_state(ByteWriter& writer) const override;
+  /// Refuses (SerializationError) a stored error record whose report does not decode.
   void load_state(ByteReader& reader) override;
+  void for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const override;
 
   /// Reads every ring up to the kPaused(request) marker, keeping what precedes it for next().
   /// Afterwards save_state() may run.

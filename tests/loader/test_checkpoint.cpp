@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
+#include "support/corruption.hpp"
+#include "support/loader_fuzz.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 
@@ -114,6 +116,7 @@ TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs ar
   ++it;
   const auto blob = source.state_dict();
   DataLoader2<int> other(iter::from(range(10)).batch(2).unbatch());
+  CHECK_THROWS_AS(other.load_state_dict(blob), dpipe::StateError);
   CHECK_THROWS_WITH(
       other.load_state_dict(blob),
       Catch::Matches("the DataLoader2 checkpoint was saved from a different pipeline \\(graph fingerprint "
@@ -138,26 +141,24 @@ TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs ar
                                       "be called. Please create a new dataloader in order to use load state dict."));
 }
 
-TEST_CASE("checkpoint: thousands of random corruptions are refused without a crash", "[loader][checkpoint][fuzz]") {
+/// A loader's checkpoint after 7 batches of pipeline 1.
+std::vector<std::byte> saved_mid_epoch() {
   auto reads = std::make_shared<std::atomic<int>>(0);
   DataLoader2<Batch> source(make_pipeline(1, reads), InProcessReadingService(2));
   source.seed(5);
   auto it = source.begin();
   for (int i = 0; i < 7; ++i) ++it;
-  const auto blob = source.state_dict();
+  return source.state_dict();
+}
+
+TEST_CASE("checkpoint: thousands of random corruptions are refused without a crash", "[loader][checkpoint][fuzz]") {
+  const auto blob = saved_mid_epoch();
+  auto reads = std::make_shared<std::atomic<int>>(0);
   std::mt19937_64 random(1121);
   int corrupted = 0;
   int refused = 0;
   for (int round = 0; round < 2000; ++round) {
-    auto bytes = blob;
-    for (int edit = 0; edit < 1 + static_cast<int>(random() % 3); ++edit) {
-      if (random() % 4 == 0) {
-        bytes.resize(random() % bytes.size());
-      } else {
-        bytes[random() % bytes.size()] = static_cast<std::byte>(random());
-      }
-      if (bytes.empty()) break;
-    }
+    const auto bytes = dpipe::testing::corrupt(blob, random);
     if (bytes == blob) continue;
     ++corrupted;
     DataLoader2<Batch> target(make_pipeline(1, reads), InProcessReadingService(2));
@@ -169,6 +170,19 @@ TEST_CASE("checkpoint: thousands of random corruptions are refused without a cra
   }
   CHECK(corrupted > 1900);
   CHECK(refused == corrupted);
+}
+
+TEST_CASE("checkpoint: corruptions behind valid checksums reach every decoder / and never crash",
+          "[loader][checkpoint][fuzz]") {
+  // The loader's blob nests the graph's: both checksums are recomputed, so the loader's fields and
+  // every node's load_state see hostile bytes.
+  auto reads = std::make_shared<std::atomic<int>>(0);
+  const auto outcome = dpipe::testing::fuzz_resealed(saved_mid_epoch(), 2026, 2000, [&] {
+    return DataLoader2<Batch>(make_pipeline(1, reads), InProcessReadingService(2));
+  });
+  CHECK(outcome.refused > 0);
+  CHECK(outcome.restored > 0);
+  CHECK(outcome.refused + outcome.restored == 2000);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
+#include "support/loader_fuzz.hpp"
 #include "support/loader.hpp"
 
 namespace {
@@ -25,22 +26,45 @@ using Batch = std::vector<int>;
 /// Elements below this value must not be computed: set before a restored loader forks its workers.
 int g_replay_guard = -1;
 
-dpipe::IterPipe<Batch> make_pipeline(bool dispatch) {
+enum class Spread { kShardingFilter, kDispatch, kMixed };
+
+/// kMixed runs threadpool_map, fork + zip and prefetch inside each worker, as the in-process sweep
+/// of test_checkpoint.cpp does.
+dpipe::IterPipe<Batch> make_pipeline(Spread spread) {
   auto source = iter::from(range(180)).shuffle(16);
-  auto spread = dispatch ? source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
-                         : source.sharding_filter();
-  return spread.map([](int x) { return x * 3; }).batch(4);
+  switch (spread) {
+    case Spread::kShardingFilter:
+      return source.sharding_filter().map([](int x) { return x * 3; }).batch(4);
+    case Spread::kDispatch:
+      return source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+          .map([](int x) { return x * 3; })
+          .batch(4);
+    default: {
+      auto forks = source.sharding_filter().threadpool_map([](int x) { return x * 3; }, 2, 6).enumerate().fork(2, 64);
+      return forks[0]
+          .map([](auto pair) { return static_cast<int>(pair.first); })
+          .zip(forks[1].map([](auto pair) { return pair.second; }))
+          .map([](auto pair) { return std::get<0>(pair) * 1000 + std::get<1>(pair); })
+          .prefetch(5)
+          .batch(4);
+    }
+  }
 }
 
 TEST_CASE("MP checkpoint: restored at every position it continues exactly / the next epoch too", "[mp][checkpoint]") {
   struct Setup {
     std::size_t workers;
-    bool dispatch;
+    Spread spread;
+    const char* what;
   };
-  for (const Setup setup : {Setup{1, false}, Setup{2, false}, Setup{2, true}}) {
-    INFO(setup.workers << " workers" << (setup.dispatch ? " and a dispatching process" : ""));
+  for (const Setup setup : {Setup{1, Spread::kShardingFilter, "sharding_filter"},
+                            Setup{2, Spread::kShardingFilter, "sharding_filter"},
+                            Setup{2, Spread::kDispatch, "a dispatching process"},
+                            Setup{1, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"},
+                            Setup{2, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"}}) {
+    INFO(setup.workers << " workers, " << setup.what);
     const auto first = dpipe::testing::check_restore_sweep(
-        [&] { return DataLoader2<Batch>(make_pipeline(setup.dispatch), workers(setup.workers)); });
+        [&] { return DataLoader2<Batch>(make_pipeline(setup.spread), workers(setup.workers)); });
     CHECK(first.size() >= 45);  // each worker batches its own shard
   }
 }
@@ -125,6 +149,25 @@ TEST_CASE("MP checkpoint: a worker node without state support falls back to repl
     return DataLoader2<int>(
         dpipe::make_iter<dpipe::testing::PlusOne>(iter::from(range(30)).shuffle(5).sharding_filter()), workers(2));
   });
+}
+
+TEST_CASE("MP checkpoint: corruptions behind valid checksums are refused or restore / never crash",
+          "[mp][checkpoint][fuzz]") {
+  // The loader's blob nests the service's, which nests every child's graph state: all checksums
+  // are recomputed so that each level decodes hostile bytes. A child refusing its state reports it
+  // as a WorkerError carrying the StateError.
+  std::vector<std::byte> blob;
+  {
+    DataLoader2<Batch> source(make_pipeline(Spread::kDispatch), workers(2));
+    auto it = source.begin();
+    for (int i = 0; i < 5; ++i) ++it;
+    blob = source.state_dict();
+  }
+  const auto outcome = dpipe::testing::fuzz_resealed(
+      blob, 77, 150, [] { return DataLoader2<Batch>(make_pipeline(Spread::kDispatch), workers(2)); });
+  CHECK(outcome.refused > 0);
+  CHECK(outcome.restored > 0);
+  CHECK(outcome.refused + outcome.restored == 150);
 }
 
 }  // namespace

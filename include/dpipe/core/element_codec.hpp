@@ -7,6 +7,7 @@
 /// your own can use the same pair over another transport.
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 
@@ -47,6 +48,9 @@ class RecordSource {
   /// Checkpoints: what the source holds that the decoding node has not read yet.
   virtual void save_state(ByteWriter& writer) const = 0;
   virtual void load_state(ByteReader& reader) = 0;
+  /// Calls `visit` with the encoding of each element the last load_state() restored, so that the
+  /// decoding node can refuse a checkpoint whose elements do not decode.
+  virtual void for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const = 0;
 };
 
 }  // namespace dpipe

@@ -52,7 +52,18 @@ class Decoder final : public IterDataPipe<T> {
     source_->save_state(writer);
     return true;
   }
-  void load_state(StateReader& reader) override { source_->load_state(reader); }
+  /// Refuses (StateError) a checkpoint holding an element that does not decode as T.
+  void load_state(StateReader& reader) override {
+    source_->load_state(reader);
+    source_->for_each_restored_element([this](std::span<const std::byte> bytes) {
+      try {
+        (void)from_bytes<T>(bytes);
+      } catch (const SerializationError& error) {
+        DPIPE_THROW(StateError, "{}: the checkpoint holds an element that does not decode as {} ({})", this->label(),
+                    type_name<T>(), error.what());
+      }
+    });
+  }
 
  protected:
   void reset_impl() override { source_->reset(); }
