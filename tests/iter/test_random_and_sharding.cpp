@@ -150,6 +150,10 @@ TEST_CASE("random_split: torchdata's docstring split / the same every epoch", "[
   CHECK(collect(splits[0]) == std::vector<int>{2, 3, 5, 7, 8});
   auto valid = iter::from(range(10)).random_split({{"train", 0.5}, {"valid", 0.5}}, 0, 10, "valid");
   CHECK(collect(valid) == std::vector<int>{0, 1, 4, 6, 9});
+  auto piped = iter::from(range(10)) | iter::random_split({{"train", 0.5}, {"valid", 0.5}}, 0, 10);
+  CHECK(collect(piped[0]) == std::vector<int>{2, 3, 5, 7, 8});
+  auto piped_valid = iter::from(range(10)) | iter::random_split({{"train", 0.5}, {"valid", 0.5}}, 0, 10, "valid");
+  CHECK(collect(piped_valid) == std::vector<int>{0, 1, 4, 6, 9});
   auto three = iter::from(range(17)).random_split({{"train", 0.7}, {"valid", 0.2}, {"test", 0.1}}, 123);
   CHECK(collect(three[0]) == std::vector<int>{0, 1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13});
   CHECK(collect(three[1]) == std::vector<int>{8, 14, 15});

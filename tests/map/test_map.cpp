@@ -88,6 +88,8 @@ TEST_CASE("map concat and zip: index-keyed composition", "[map][concat][zip]") {
       zipped.get(2), dpipe::KeyError,
       Catch::Message("Index 2 is out of range for one of the input MapDataPipes " + zipped.node().label() + "."));
   CHECK(collect(joined.to_iter()) == std::vector<int>{1, 2, 10, 20, 30});
+  auto piped = first | map::zip(second);
+  CHECK(piped.get(1) == std::tuple<int, int>{2, 20});
 }
 
 TEST_CASE("map shuffle: torchdata's docstring order for seed 0 / battery", "[map][shuffle][battery]") {
@@ -118,6 +120,37 @@ TEST_CASE("map in_memory_cache: each value read from the source once", "[map][in
   CHECK(reads == 1);
   CHECK(collect(cached.to_iter()) == std::vector<int>{2, 4, 6});
   CHECK(reads == 3);
+}
+
+TEST_CASE("map batch / concat / zip / in_memory_cache: battery through to_iter", "[map][battery]") {
+  // Map nodes keep no iteration state of their own: the battery runs them under to_iter, whose
+  // position is the checkpoint.
+  check_battery([] { return map::from({1, 2, 3, 4, 5}).batch(2).to_iter(); },
+                std::vector<std::vector<int>>{{1, 2}, {3, 4}, {5}}, 3);
+  check_battery([] { return map::from({1, 2, 3, 4, 5}).batch(2, true).to_iter(); },
+                std::vector<std::vector<int>>{{1, 2}, {3, 4}}, 2);
+  check_battery([] { return map::from({1, 2}).concat(map::from({10, 20, 30})).to_iter(); },
+                std::vector<int>{1, 2, 10, 20, 30}, 5);
+  using Pair = std::tuple<int, std::string>;
+  check_battery([] { return map::from({1, 2, 3}).zip(map::from(std::vector<std::string>{"a", "b"})).to_iter(); },
+                std::vector<Pair>{{1, "a"}, {2, "b"}}, 2);
+  check_battery([] { return map::from({4, 5, 6}).map([](int x) { return x * 2; }).in_memory_cache().to_iter(); },
+                std::vector<int>{8, 10, 12}, 3);
+}
+
+TEST_CASE("map in_memory_cache: size and a missing key pass through / the failed key is not cached",
+          "[map][in_memory_cache]") {
+  int reads = 0;
+  auto cached = map::from({1, 2, 3}).map([&reads](int x) {
+    ++reads;
+    return x;
+  }).in_memory_cache();
+  CHECK(cached.size() == 3);
+  CHECK_THROWS_AS(cached.get(7), dpipe::KeyError);
+  CHECK_THROWS_WITH(cached.get(7), Catch::EndsWith(": index 7 is out of range for 3 elements"));
+  CHECK(reads == 0);
+  CHECK(cached.get(2) == 3);
+  CHECK(reads == 1);
 }
 
 }  // namespace

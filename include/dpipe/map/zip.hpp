@@ -45,6 +45,12 @@ class Zipper final : public MapDataPipe<std::size_t, std::tuple<Vs...>> {
   std::tuple<MapInput<std::size_t, Vs>...> sources_;
 };
 
+/// `src | map::zip(others...)`.
+template <class... Us>
+[[nodiscard]] auto zip(MapPipe<std::size_t, Us>... others) {
+  return PipeAdaptor{[=](const auto& source) { return source.zip(others...); }};
+}
+
 }  // namespace dpipe::map
 
 namespace dpipe {
