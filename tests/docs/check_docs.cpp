@@ -2,8 +2,9 @@
 //  1. every ```cpp block in README.md and docs/*.md is a snippet of a compiled example, marked
 //     `<!-- snippet: examples/file.cpp#name -->`, and matches the lines between the two
 //     `// [name]` markers in that file exactly;
-//  2. docs/nodes.md has a table row for every node name declared in include/dpipe
-//     (`static constexpr std::string_view kName = "..."`).
+//  2. docs/nodes.md has a row for every node name declared in include/dpipe
+//     (`static constexpr std::string_view kName = "..."`), map nodes (include/dpipe/map) in the
+//     "Map nodes" table and iter nodes before it, and no row for a node that does not exist.
 // Usage: check_docs <source-dir>. Prints each problem; exits 1 if there is any.
 
 #include <filesystem>
@@ -82,10 +83,11 @@ int check_snippets(const fs::path& root, std::vector<std::string>& problems) {
   return checked;
 }
 
-void check_node_table(const fs::path& root, std::vector<std::string>& problems) {
+/// Node names declared under include/dpipe/<kind> (`static constexpr std::string_view kName = "..."`).
+std::set<std::string> declared_names(const fs::path& directory) {
   std::set<std::string> names;
   const std::regex declaration(R"re(static constexpr std::string_view k\w*Name = "([a-z_]+)")re");
-  for (const auto& entry : fs::recursive_directory_iterator(root / "include" / "dpipe")) {
+  for (const auto& entry : fs::recursive_directory_iterator(directory)) {
     if (entry.path().extension() != ".hpp") continue;
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -93,19 +95,43 @@ void check_node_table(const fs::path& root, std::vector<std::string>& problems) 
       names.insert((*it)[1].str());
     }
   }
-  std::set<std::string> rows;
-  const std::regex row(R"(^\| `([a-z_]+)` \|)");
-  for (const auto& line : read_lines(root / "docs" / "nodes.md")) {
-    std::smatch match;
-    if (std::regex_search(line, match, row)) rows.insert(match[1].str());
-  }
+  return names;
+}
+
+/// Compares the rows of one table of docs/nodes.md with the names its kind of node declares.
+void compare_rows(const std::string& table, const std::set<std::string>& names, const std::set<std::string>& rows,
+                  std::vector<std::string>& problems) {
   for (const auto& name : names) {
-    if (!rows.contains(name)) problems.push_back("docs/nodes.md: no table row for node `" + name + "`");
+    if (!rows.contains(name)) problems.push_back("docs/nodes.md: no " + table + " row for node `" + name + "`");
   }
   for (const auto& name : rows) {
-    if (!names.contains(name)) problems.push_back("docs/nodes.md: row for `" + name + "`, which no node declares");
+    if (!names.contains(name)) {
+      problems.push_back("docs/nodes.md: " + table + " row for `" + name + "`, which no such node declares");
+    }
   }
-  if (names.empty()) problems.push_back("no node names found under include/dpipe");
+  if (names.empty()) problems.push_back("no " + table + " node names found under include/dpipe");
+}
+
+void check_node_table(const fs::path& root, std::vector<std::string>& problems) {
+  // Map nodes live in include/dpipe/map and have their rows under "## Map nodes"; every other node
+  // is an iter node, with its row in the tables before it.
+  const auto map_names = declared_names(root / "include" / "dpipe" / "map");
+  std::set<std::string> iter_names;
+  for (const auto& entry : fs::directory_iterator(root / "include" / "dpipe")) {
+    if (!entry.is_directory() || entry.path().filename() == "map") continue;
+    iter_names.merge(declared_names(entry.path()));
+  }
+  std::set<std::string> iter_rows;
+  std::set<std::string> map_rows;
+  bool in_map_section = false;
+  const std::regex row(R"(^\| `([a-z_]+)` \|)");
+  for (const auto& line : read_lines(root / "docs" / "nodes.md")) {
+    if (line.starts_with("## ")) in_map_section = line.starts_with("## Map nodes");
+    std::smatch match;
+    if (std::regex_search(line, match, row)) (in_map_section ? map_rows : iter_rows).insert(match[1].str());
+  }
+  compare_rows("iter", iter_names, iter_rows, problems);
+  compare_rows("map", map_names, map_rows, problems);
 }
 
 }  // namespace
