@@ -20,14 +20,11 @@ using dpipe::DataLoader2;
 using dpipe::InProcessReadingService;
 using dpipe::testing::CallLog;
 using dpipe::testing::epoch;
+using dpipe::testing::kStaleLoader;
 using dpipe::testing::range;
 using dpipe::testing::RecordingService;
 using Log = std::vector<std::string>;
 
-const std::string kStaleLoader =
-    "This iterator has been invalidated because another iterator has been created from the same DataLoader2.\nThis "
-    "may be caused multiple references to the same DataLoader2. For feedback regarding this single iterator per "
-    "DataLoader2 constraint, feel free to comment on this issue: https://github.com/pytorch/data/issues/45.";
 const std::string kShutDown = "Cannot iterate over the DataLoader as it has already been shut down";
 
 TEST_CASE("DataLoader2: yields the pipeline / epoch after epoch (T01 / T06)", "[loader]") {
@@ -77,6 +74,21 @@ TEST_CASE("DataLoader2: the reading service protocol (reference §1.5)", "[loade
   log->clear();
   { DataLoader2<int> never_iterated(iter::from(range(3)), RecordingService("rs", log)); }
   CHECK(*log == Log{"rs.finalize_iteration", "rs.finalize"});  // shutdown by the destructor (T02)
+}
+
+TEST_CASE("DataLoader2: reading past the end finalizes the epoch once / no pipeline is refused", "[loader][protocol]") {
+  // torchdata calls finalize_iteration on every read after the end; dpipe once per epoch.
+  auto log = std::make_shared<Log>();
+  DataLoader2<int> loader(iter::from(range(2)), RecordingService("rs", log));
+  auto it = loader.begin();
+  ++it;
+  ++it;
+  CHECK(it == loader.end());
+  CHECK(it == loader.end());
+  CHECK(*log == Log{"rs.initialize", "rs.initialize_iteration", "rs.finalize_iteration"});
+  // A checkpoint holds state, not the pipeline's code: a loader is always built from a pipeline.
+  CHECK_THROWS_MATCHES(DataLoader2<int>(dpipe::IterPipe<int>()), dpipe::InvalidArgument,
+                       Catch::Message("DataLoader2: the pipeline is empty (a default-constructed handle)"));
 }
 
 TEST_CASE("DataLoader2: a new iterator restarts the epoch / the old one is stale (T07)", "[loader][protocol]") {
@@ -288,6 +300,8 @@ TEST_CASE("Linter: shuffle before sharding on every path (T55)", "[loader][linte
   CHECK(check(a.shuffle().map(f).sharding_filter().zip(b.shuffle().sharding_filter()).map([](auto t) { return t; })));
   auto [c, d] = src().map([](int x) { return std::make_pair(x, x); }).unzip();
   CHECK_FALSE(check(c.map(f).sharding_filter().zip(d.shuffle().sharding_filter())));
+  auto [h, k] = src().map([](int x) { return std::make_pair(x, x); }).unzip();
+  CHECK_FALSE(check(h.map(f).sharding_filter().sharding_filter().zip(k.sharding_filter())));  // the shuffle=False row
   auto [e, g] = src().map([](int x) { return std::make_pair(x, x); }).unzip();
   CHECK_FALSE(check(e.shuffle().map(f).zip(g).sharding_filter()));
 }

@@ -16,6 +16,12 @@
 
 namespace dpipe::testing {
 
+/// The reference's error for an iterator of an epoch a newer iterator has replaced (§1.5).
+inline const std::string kStaleLoader =
+    "This iterator has been invalidated because another iterator has been created from the same DataLoader2.\nThis "
+    "may be caused multiple references to the same DataLoader2. For feedback regarding this single iterator per "
+    "DataLoader2 constraint, feel free to comment on this issue: https://github.com/pytorch/data/issues/45.";
+
 /// Every element of the loader's next epoch.
 template <class T>
 std::vector<T> epoch(DataLoader2<T>& loader) {
