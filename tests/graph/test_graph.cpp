@@ -234,10 +234,11 @@ TEST_CASE("set_graph_random_seed: exact draw order", "[graph][seed]") {
   // Before the filter: the shared stream's first value; after it: worker 1's first value.
   CHECK(dynamic_cast<iter::Shuffler<int>&>(before.node()).pending_seed() == 6679402142117448868ULL);
   CHECK(dynamic_cast<iter::Shuffler<int>&>(after.node()).pending_seed() == 9967984995062561209ULL);
+  // No sharding point: the worker stream (of worker 1, whose shared and worker streams differ).
   auto unsharded = iter::from(range(10)).shuffle();
-  dpipe::SeedGenerator plain(0);
-  graph::set_graph_random_seed(unsharded.ptr(), plain);  // no sharding point: the worker stream
-  CHECK(dynamic_cast<iter::Shuffler<int>&>(unsharded.node()).pending_seed() == 6679402142117448868ULL);
+  auto worker_one = dpipe::SeedGenerator(0).spawn(1);
+  graph::set_graph_random_seed(unsharded.ptr(), worker_one);
+  CHECK(dynamic_cast<iter::Shuffler<int>&>(unsharded.node()).pending_seed() == 9967984995062561209ULL);
 }
 
 TEST_CASE("apply_shuffle_settings: switches every shuffle", "[graph][shuffle]") {

@@ -294,6 +294,24 @@ TEST_CASE("unzip: tuple columns and sequence columns share a fork buffer", "[ite
   CHECK(short_rows[0].node().name() == "unzip_child");
 }
 
+TEST_CASE("demux / unzip: read one child after the other, the checkpoints hold the buffered elements",
+          "[iter][demux][unzip][battery]") {
+  // Reading child 0 to its end buffers everything child 1 will yield: the battery's saves at 1
+  // and 4 elements restore a non-empty buffer.
+  check_battery(
+      [] {
+        auto children = iter::from(range(0, 10)).demux(2, [](const int& x) { return x % 2; }, false, 10);
+        return children[0].concat(children[1]);
+      },
+      std::vector<int>{0, 2, 4, 6, 8, 1, 3, 5, 7, 9}, std::nullopt);
+  check_battery(
+      [] {
+        auto [plus, minus] = iter::from(range(0, 5)).map([](int x) { return std::make_tuple(x, -x); }).unzip(10);
+        return plus.concat(minus);
+      },
+      std::vector<int>{0, 1, 2, 3, 4, 0, -1, -2, -3, -4}, 10);
+}
+
 TEST_CASE("unzip: an unread column fills the buffer and overflows", "[iter][unzip]") {
   auto [left, right] = iter::from(range(0, 10)).map([](int x) { return std::make_tuple(x, x); }).unzip(4);
   (void)right;
@@ -311,11 +329,15 @@ TEST_CASE("zip of forks: a child that reads faster than its sibling overflows", 
   auto children = iter::from(range(0, 100)).fork(2, 5);
   auto zipped = children[0].zip(children[1].filter([](int x) { return x % 3 == 0; }));
   std::vector<std::tuple<int, int>> got;
-  CHECK_THROWS_AS(
+  const auto container = children[0].node().inputs()[0];
+  CHECK_THROWS_MATCHES(
       [&] {
         for (auto& pair : zipped) got.push_back(pair);
       }(),
-      dpipe::BufferOverflowError);
+      dpipe::BufferOverflowError,
+      Catch::Message("ForkerIterDataPipe buffer overflow,buffer size 5 is insufficient. (" + container->label() +
+                     ": child 1 would run 6 elements ahead of the slowest child; raise buffer_size or read the "
+                     "children more evenly)"));
   // Each round the filtered child reads three elements to the plain child's one: the fourth round
   // would put it 6 elements ahead.
   CHECK(got == std::vector<std::tuple<int, int>>{{0, 0}, {1, 3}, {2, 6}});

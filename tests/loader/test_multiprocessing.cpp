@@ -100,24 +100,91 @@ TEST_CASE("MultiProcessing: the same seed gives the same order / equal to in pro
   }
 }
 
+TEST_CASE("MultiProcessing: iterating again mid-epoch starts a new epoch / the old iterator is stale (T07)",
+          "[mp]") {
+  const auto pipeline = [] { return iter::from(range(40)).shuffle().sharding_filter(); };
+  DataLoader2<int> in_process(pipeline());
+  in_process.seed(7);
+  std::vector<int> head;
+  for (int x : in_process) {
+    head.push_back(x);
+    if (head.size() == 5) break;
+  }
+  const auto next_epoch = epoch(in_process);
+  for (std::size_t n = 1; n <= 2; ++n) {
+    INFO(n << " workers");
+    DataLoader2<int> loader(pipeline(), workers(n));
+    loader.seed(7);
+    auto first = loader.begin();
+    std::vector<int> taken;
+    for (; taken.size() < 5; ++first) taken.push_back(*first);
+    CHECK(taken == head);
+    CHECK(epoch(loader) == next_epoch);  // the records of the abandoned epoch are dropped
+    CHECK_THROWS_MATCHES(*first, dpipe::UsageError, Catch::Message(dpipe::testing::kStaleLoader));
+    CHECK(epoch(loader).size() == 40);
+  }
+}
+
+TEST_CASE("MultiProcessing: any prefetch counts, 0 included, give the in-process order (T24-T28 grid)", "[mp]") {
+  const auto pipeline = [] { return iter::from(range(300)).shuffle().sharding_filter().map([](int x) { return -x; }); };
+  DataLoader2<int> in_process(pipeline());
+  in_process.seed(3);
+  const auto first = epoch(in_process);
+  const auto second = epoch(in_process);
+  for (const std::size_t worker_prefetch : {std::size_t{0}, std::size_t{1}, std::size_t{10}}) {
+    for (const std::size_t main_prefetch : {std::size_t{0}, std::size_t{1}, std::size_t{10}}) {
+      INFO("worker_prefetch_cnt " << worker_prefetch << ", main_prefetch_cnt " << main_prefetch);
+      MultiProcessingOptions options{.num_workers = 2};
+      options.worker_prefetch_cnt = worker_prefetch;
+      options.main_prefetch_cnt = main_prefetch;
+      DataLoader2<int> loader(pipeline(), MultiProcessingReadingService(options));
+      loader.seed(3);
+      CHECK(epoch(loader) == first);
+      CHECK(epoch(loader) == second);
+    }
+  }
+}
+
+/// worker_reset_fn's calls, counted in the process that runs it (a worker or the dispatcher).
+int g_resets_in_this_process = 0;
+
+TEST_CASE("MultiProcessing: worker_reset_fn runs in the dispatching process too / each epoch", "[mp]") {
+  MultiProcessingOptions options{.num_workers = 2};
+  options.worker_reset_fn = [](dpipe::DataPipePtr graph, const dpipe::WorkerInfo&, dpipe::SeedGenerator&) {
+    ++g_resets_in_this_process;
+    return graph;
+  };
+  // The first map runs in the dispatching process, the second in the workers.
+  auto pipe = iter::from(range(4))
+                  .map([](int x) { return x + 100 * g_resets_in_this_process; })
+                  .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                  .map([](int x) { return x + 10000 * g_resets_in_this_process; });
+  DataLoader2<int> loader(pipe, MultiProcessingReadingService(options));
+  CHECK(epoch(loader) == std::vector<int>{10100, 10101, 10102, 10103});
+  CHECK(epoch(loader) == std::vector<int>{20200, 20201, 20202, 20203});
+}
+
 TEST_CASE("MultiProcessing: worker_init_fn / worker_reset_fn / current_worker and worker_random", "[mp]") {
   using Tagged = std::tuple<int, std::size_t, std::uint64_t>;
+  // What the functions see is encoded in the elements, since they run in the worker processes:
+  // x + 1000 * worker_id + 100 * num_workers + 10000 * (worker_reset_fn calls in that worker).
   MultiProcessingOptions options{.num_workers = 2};
   options.worker_init_fn = [](dpipe::DataPipePtr graph, const dpipe::WorkerInfo& info) {
-    CHECK(info.num_workers == 2);
     return dpipe::graph::as_iter<int>(graph)
-        .map([offset = static_cast<int>(info.worker_id) * 1000](int x) { return x + offset; })
+        .map([tag = static_cast<int>(info.worker_id * 1000 + info.num_workers * 100)](int x) {
+          return x + tag + 10000 * g_resets_in_this_process;
+        })
         .ptr();
   };
-  std::vector<std::size_t>* never =
-      nullptr;  // worker_reset_fn runs in the workers: it cannot touch this process's memory
-  (void)never;
   options.worker_reset_fn = [](dpipe::DataPipePtr graph, const dpipe::WorkerInfo&, dpipe::SeedGenerator&) {
+    ++g_resets_in_this_process;
     return graph;
   };
   auto pipe = iter::from(range(6)).sharding_filter();
   DataLoader2<int> loader(pipe, MultiProcessingReadingService(options));
-  CHECK(epoch(loader) == std::vector<int>{0, 1001, 2, 1003, 4, 1005});
+  CHECK(epoch(loader) == std::vector<int>{10200, 11201, 10202, 11203, 10204, 11205});
+  CHECK(epoch(loader) == std::vector<int>{20200, 21201, 20202, 21203, 20204, 21205});
+  CHECK(g_resets_in_this_process == 0);
 
   auto tagged = iter::from(range(6)).sharding_filter().map([](int x) {
     const auto worker = dpipe::current_worker();
@@ -178,6 +245,12 @@ TEST_CASE("MultiProcessing: a non-replicable tail stays in the main process / to
                       Catch::Matchers::Contains("label=\"2 worker processes (each runs a copy)\"") &&
                       Catch::Matchers::Contains("style=dashed, label=\"shared memory\""));
   CHECK_THAT(dot, !Catch::Matchers::Contains("dispatching process"));
+  // A user node marked non-replicable runs in the main process (current_worker() is empty there).
+  auto user_tail =
+      iter::from(range(4)).sharding_filter().map([](int x) { return dpipe::current_worker() ? -1 : x; });
+  user_tail.node().set_replicable(false);
+  DataLoader2<int> user_loader(user_tail, workers(2));
+  CHECK(epoch(user_loader) == range(4));
 }
 
 TEST_CASE("MultiProcessing: a pipeline without a sharding point warns that every worker yields everything",
