@@ -56,7 +56,7 @@ RingReader::Record RecordMerge::wait_record(Input& input) {
               "function",
               input.link.name, endpoint_.timeout.count());
         },
-        kReaderBatchWait);
+        kReaderFirstSleep);
   } catch (...) {
     input.reader.stop_waiting();
     throw;

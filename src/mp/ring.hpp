@@ -54,10 +54,13 @@ struct RingMemory {
   std::size_t capacity = 0;
 };
 
-/// How long a starving reader waits for a batch of elements before any element wakes it. The
-/// reader's first sleep ends then too, so an element published without a wake-up (its writer then
-/// stalled in user code) waits no longer than this.
-inline constexpr std::chrono::nanoseconds kReaderBatchWait{1'000'000};
+/// How long a starving reader waits for a batch of elements before any element published wakes it.
+inline constexpr std::chrono::nanoseconds kReaderBatchWait{std::chrono::milliseconds(1)};
+/// The longest a starving reader's first sleep lasts. An element published without a wake-up
+/// (within kReaderBatchWait of the reader starting to wait, by a writer that then stalls in user
+/// code) waits no longer than this; shorter first sleeps cost wake-ups whenever a writer is
+/// descheduled on a busy machine.
+inline constexpr std::chrono::nanoseconds kReaderFirstSleep{std::chrono::milliseconds(10)};
 
 [[nodiscard]] constexpr std::size_t padded(std::size_t size) noexcept { return (size + 7) & ~std::size_t{7}; }
 

@@ -27,7 +27,7 @@ void RingSink::claim(std::size_t min_payload) {
   room_ = writer_.claim(min_payload);
   used_ = 0;
   if (!room_.empty()) return;
-  flush();
+  wake_reader_before_waiting();
   endpoint_.wait(
       [&] {
         writer_.request_wake(min_payload, UINT64_MAX);
@@ -55,7 +55,7 @@ void RingSink::end() {
   last_element_ += used_;
   commit(false);
   // Each element is visible as soon as it is complete; the reader is woken when it asked to be,
-  // and at the latest by the next flush().
+  // and at the latest when this writer is about to wait.
   writer_.publish();
   reader_owed_ring_ = !writer_.reader_wants_wake();
   if (!reader_owed_ring_) reader_bell_->ring();
@@ -87,10 +87,18 @@ void RingSink::write_record(RecordKind kind, std::span<const std::byte> payload)
 }
 
 void RingSink::flush() {
-  if (writer_.unpublished() == 0 && !reader_owed_ring_) return;
+  if (writer_.unpublished() == 0) return;
   writer_.publish();
   reader_owed_ring_ = false;
   reader_bell_->ring();
+}
+
+void RingSink::wake_reader_before_waiting() {
+  flush();
+  if (!reader_owed_ring_) return;
+  reader_owed_ring_ = false;
+  // The bell may be shared with other writers: ring it only for a reader waiting on this ring.
+  if (writer_.reader_starving()) reader_bell_->ring();
 }
 
 }  // namespace dpipe::detail::mp

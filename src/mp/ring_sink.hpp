@@ -27,10 +27,12 @@ class RingSink final : public ElementSink, private ByteSink {
 
   /// Writes a whole record, in several parts when it is longer than one record holds.
   void write_record(RecordKind kind, std::span<const std::byte> payload);
-  /// Publishes what was written and wakes the reader if it sleeps and has not been woken for
-  /// everything published. Call it before waiting and after a burst of elements: end() leaves
-  /// the wake-up of a reader that asked for more elements to it.
+  /// Publishes what was written and wakes the reader if it sleeps. Elements end() published are
+  /// left to the reader's batching: it is woken once it has the elements it asked for.
   void flush();
+  /// flush(), and wakes the reader for elements published without a wake-up: call it before this
+  /// writer waits, since nothing else would wake a reader that asked for more than it got.
+  void wake_reader_before_waiting();
 
   [[nodiscard]] RingWriter& writer() noexcept { return writer_; }
   [[nodiscard]] const RingWriter& writer() const noexcept { return writer_; }

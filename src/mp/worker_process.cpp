@@ -62,7 +62,7 @@ class WorkerProcess {
           produce();
           continue;
         }
-        sink_.flush();
+        sink_.wake_reader_before_waiting();
         endpoint_.wait(
             [&] {
               // Woken when the main process has read half of what is in flight.

@@ -107,7 +107,7 @@ TEST_CASE("transport: a small ring carries elements of every size in order / lon
   producer.reset();
 }
 
-TEST_CASE("transport: flush() wakes a reader that asked for more elements than were written", "[mp][concurrency]") {
+TEST_CASE("transport: a writer about to wait wakes a reader that asked for more elements than it got", "[mp][concurrency]") {
   // The reader sleeps until 8 elements are there; a writer that publishes 1 and then waits (its
   // budget is full, or it blocks on the ring) must not leave the reader asleep.
   TestRing ring(4096);
@@ -121,10 +121,11 @@ TEST_CASE("transport: flush() wakes a reader that asked for more elements than w
   write_int(sink, 7);
   CHECK(reader_bell.prepare() == asleep);  // one element: not yet worth a wake-up
   sink.flush();
+  CHECK(reader_bell.prepare() == asleep);  // nor after a burst: the reader's batching decides
+  sink.wake_reader_before_waiting();
   CHECK(reader_bell.prepare() != asleep);  // the writer is about to wait: the reader is woken
-  sink.flush();
   const auto woken = reader_bell.prepare();
-  sink.flush();
+  sink.wake_reader_before_waiting();
   CHECK(reader_bell.prepare() == woken);  // nothing new: no further wake-up
   const auto record = reader.peek();
   REQUIRE(record);
