@@ -294,7 +294,7 @@ TEST_CASE("unzip: tuple columns and sequence columns share a fork buffer", "[ite
   CHECK(short_rows[0].node().name() == "unzip_child");
 }
 
-TEST_CASE("demux / unzip: read one child after the other, the checkpoints hold the buffered elements",
+TEST_CASE("demux / unzip: read one child after the other / the checkpoints hold the buffered elements",
           "[iter][demux][unzip][battery]") {
   // Reading child 0 to its end buffers everything child 1 will yield: the battery's saves at 1
   // and 4 elements restore a non-empty buffer.

@@ -125,7 +125,7 @@ TEST_CASE("MultiProcessing: iterating again mid-epoch starts a new epoch / the o
   }
 }
 
-TEST_CASE("MultiProcessing: any prefetch counts, 0 included, give the in-process order (T24-T28 grid)", "[mp]") {
+TEST_CASE("MultiProcessing: any prefetch counts (0 included) give the in-process order (T24-T28 grid)", "[mp]") {
   const auto pipeline = [] { return iter::from(range(300)).shuffle().sharding_filter().map([](int x) { return -x; }); };
   DataLoader2<int> in_process(pipeline());
   in_process.seed(3);
