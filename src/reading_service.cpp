@@ -120,7 +120,12 @@ void SequentialReadingService::resume_after_checkpoint() {
 }
 
 DataPipePtr SequentialReadingService::restore(DataPipePtr graph, std::span<const std::byte> state) {
-  const auto states = from_bytes<std::vector<std::vector<std::byte>>>(state);
+  std::vector<std::vector<std::byte>> states;
+  try {
+    states = from_bytes<std::vector<std::vector<std::byte>>>(state);
+  } catch (const SerializationError& error) {
+    DPIPE_THROW(StateError, "SequentialReadingService: the checkpoint is corrupt: {}", error.what());
+  }
   if (states.size() != services_.size()) {
     DPIPE_THROW(StateError, "SequentialReadingService: the checkpoint has {} services, this one {}", states.size(),
                 services_.size());

@@ -363,6 +363,41 @@ TEST_CASE("SequentialReadingService: torchdata's call order / chaining and check
   CHECK(*log == Log{"a.restore(a)", "b.restore(b)", "b.finalize_iteration", "a.finalize_iteration"});
 }
 
+/// A service without checkpoint support.
+class PlainService final : public dpipe::ReadingService<PlainService> {
+ public:
+  dpipe::DataPipePtr initialize(dpipe::DataPipePtr graph) override { return graph; }
+};
+
+TEST_CASE("SequentialReadingService: a child without checkpoints / a checkpoint of other services",
+          "[loader][sequential]") {
+  auto log = std::make_shared<Log>();
+  const dpipe::SequentialReadingService service(RecordingService("a", log), PlainService());
+  std::vector<std::byte> state;
+  {
+    dpipe::testing::LogCapture warnings;
+    DataLoader2<int> loader(iter::from(range(4)), service);
+    auto it = loader.begin();
+    ++it;
+    state = loader.state_dict();
+    CHECK(warnings.messages() ==
+          std::vector<std::string>{"SequentialReadingService: service 1 doesn't support `checkpoint`, skipping..."});
+  }
+  {
+    dpipe::testing::LogCapture warnings;
+    DataLoader2<int> restored(iter::from(range(4)), service);
+    restored.load_state_dict(state);
+    CHECK(epoch(restored) == range(1, 4));
+    CHECK(warnings.messages() == std::vector<std::string>{"SequentialReadingService: service 1 doesn't support "
+                                                          "`restore` from state, initialize from scratch"});
+  }
+  DataLoader2<int> three(iter::from(range(4)),
+                         dpipe::SequentialReadingService(RecordingService("a", log), PlainService(), PlainService()));
+  three.load_state_dict(state);
+  CHECK_THROWS_MATCHES(three.begin(), dpipe::StateError,
+                       Catch::Message("SequentialReadingService: the checkpoint has 2 services, this one 3"));
+}
+
 TEST_CASE("DataLoader2: statistics and pictures of the graph", "[loader][diagnostics]") {
   DataLoader2<int> loader(
       iter::from(range(100)).map([](int x) { return x + 1; }).filter([](int x) { return x % 2 == 0; }),

@@ -139,6 +139,29 @@ TEST_CASE("MP faults: a killed worker raises WorkerError naming it / its pid and
   CHECK(exits_within(victim, 0));
 }
 
+TEST_CASE("MP faults: a killed dispatching process raises WorkerError naming it", "[mp][faults]") {
+  auto pipe = iter::from(range(1000000))
+                  .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                  .map([](int x) { return x; });
+  DataLoader2<int> loader(pipe, workers(2));
+  auto it = loader.begin();
+  for (int i = 0; i < 10; ++i, ++it) CHECK(*it == i);
+  auto& service = dynamic_cast<MultiProcessingReadingService&>(*loader.reading_service());
+  const pid_t dispatcher = *service.dispatcher_pid();
+  REQUIRE(kill(dispatcher, SIGKILL) == 0);
+  try {
+    for (; it != loader.end(); ++it) {
+    }
+    FAIL("the epoch ended although the dispatching process was killed");
+  } catch (const WorkerError& error) {
+    CHECK(error.where() == "dispatching process");
+    CHECK(std::string(error.what()) == "MultiProcessingReadingService: dispatching process (pid " +
+                                           std::to_string(dispatcher) +
+                                           ") was killed by signal 9 (Killed); the epoch cannot continue");
+  }
+  CHECK(exits_within(dispatcher, 0));
+}
+
 TEST_CASE("MP faults: killing the main process ends its workers", "[mp][faults]") {
   int pids_pipe[2];
   int hold_pipe[2];

@@ -296,6 +296,23 @@ TEST_CASE("MultiProcessing: a dispatching process deals element j to worker j mo
   }
 }
 
+TEST_CASE("MultiProcessing: two dispatching branches run up to their lowest common ancestor in one process",
+          "[mp][dispatch]") {
+  const auto mp = dpipe::ShardingPriority::kMultiprocessing;
+  auto left = iter::from(range(6)).sharding_round_robin_dispatch(mp);
+  auto right = iter::from(range(10, 16)).sharding_round_robin_dispatch(mp);
+  auto pipe = left.zip(right).map([](const std::tuple<int, int>& pair) {
+    return std::pair{std::get<0>(pair) * 100 + std::get<1>(pair), dpipe::current_worker()->worker_id};
+  });
+  DataLoader2<std::pair<int, std::size_t>> loader(pipe, workers(2));
+  const auto out = epoch(loader);
+  REQUIRE(out.size() == 6);
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    CHECK(out[j].first == static_cast<int>(j * 100 + 10 + j));  // the zip ran before the dealing
+    CHECK(out[j].second == j % 2);
+  }
+}
+
 struct Sample {
   std::string path;
   std::vector<float> pixels;

@@ -52,7 +52,8 @@ TEST_CASE("to_iter: battery over all keys and over chosen keys", "[map][to_iter]
   auto it = bad.begin();
   CHECK(*it == 5);
   ++it;
-  CHECK_THROWS_AS(*it, dpipe::KeyError);
+  CHECK_THROWS_MATCHES(*it, dpipe::KeyError,
+                       Catch::Message(bad.node().inputs()[0]->label() + ": index 9 is out of range for 2 elements"));
 }
 
 }  // namespace
