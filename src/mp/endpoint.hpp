@@ -42,8 +42,7 @@ struct Endpoint {
   /// with `describe_stall()` once `timeout` passes without `ready()`. The first sleep lasts at most
   /// `first_sleep`, for a caller that let its peer skip the wake-up for a while.
   template <class Ready, class Describe>
-  void wait(Ready&& ready, Describe&& describe_stall,
-            std::chrono::nanoseconds first_sleep = kLivenessPeriod) const {
+  void wait(Ready&& ready, Describe&& describe_stall, std::chrono::nanoseconds first_sleep = kLivenessPeriod) const {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     auto last_check = start;

@@ -51,7 +51,7 @@ class RingSink final : public ElementSink, private ByteSink {
   RecordKind kind_ = RecordKind::kElement;
   std::span<std::byte> room_;
   std::size_t used_ = 0;
-  std::size_t last_element_ = 0;  // the size of the previous element: claim that much next time
+  std::size_t last_element_ = 0;   // the size of the previous element: claim that much next time
   bool reader_owed_ring_ = false;  // elements were published without waking the reader
 };
 

@@ -60,9 +60,8 @@ TEST_CASE("graph state: a blob from another graph is refused", "[graph][state]")
 TEST_CASE("graph state: truncated / corrupted and foreign blobs are refused", "[graph][state]") {
   const auto blob = saved_after(7);
   auto target = make_pipeline();
-  CHECK_THROWS_MATCHES(
-      graph::load_state(target, std::span(blob).first(10)), dpipe::StateError,
-      Catch::Message("the graph checkpoint is truncated: 10 bytes, fewer than its 20-byte envelope"));
+  CHECK_THROWS_MATCHES(graph::load_state(target, std::span(blob).first(10)), dpipe::StateError,
+                       Catch::Message("the graph checkpoint is truncated: 10 bytes, fewer than its 20-byte envelope"));
   for (const std::size_t size : {std::size_t{20}, std::size_t{36}, blob.size() / 2, blob.size() - 1}) {
     CHECK_THROWS_AS(graph::load_state(target, std::span(blob).first(size)), dpipe::StateError);
   }

@@ -300,7 +300,9 @@ TEST_CASE("demux / unzip: read one child after the other / the checkpoints hold 
   // and 4 elements restore a non-empty buffer.
   check_battery(
       [] {
-        auto children = iter::from(range(0, 10)).demux(2, [](const int& x) { return x % 2; }, false, 10);
+        auto children = iter::from(range(0, 10))
+                            .demux(
+                                2, [](const int& x) { return x % 2; }, false, 10);
         return children[0].concat(children[1]);
       },
       std::vector<int>{0, 2, 4, 6, 8, 1, 3, 5, 7, 9}, std::nullopt);

@@ -209,8 +209,8 @@ namespace {
 
 TEST_CASE("DrainOrder: the same order as popping from a list", "[iter][shuffle]") {
   std::mt19937 random(7);
-  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{64},
-                           std::size_t{1000}}) {
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{64}, std::size_t{1000}}) {
     std::vector<std::size_t> list(size);
     std::iota(list.begin(), list.end(), 0);
     dpipe::detail::DrainOrder order;

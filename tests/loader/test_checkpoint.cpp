@@ -12,8 +12,8 @@
 
 #include "support/battery.hpp"
 #include "support/corruption.hpp"
-#include "support/loader_fuzz.hpp"
 #include "support/loader.hpp"
+#include "support/loader_fuzz.hpp"
 #include "support/log_capture.hpp"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
-#include "support/loader_fuzz.hpp"
 #include "support/loader.hpp"
+#include "support/loader_fuzz.hpp"
 
 namespace {
 
@@ -57,11 +57,11 @@ TEST_CASE("MP checkpoint: restored at every position it continues exactly / the 
     Spread spread;
     const char* what;
   };
-  for (const Setup setup : {Setup{1, Spread::kShardingFilter, "sharding_filter"},
-                            Setup{2, Spread::kShardingFilter, "sharding_filter"},
-                            Setup{2, Spread::kDispatch, "a dispatching process"},
-                            Setup{1, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"},
-                            Setup{2, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"}}) {
+  for (const Setup setup :
+       {Setup{1, Spread::kShardingFilter, "sharding_filter"}, Setup{2, Spread::kShardingFilter, "sharding_filter"},
+        Setup{2, Spread::kDispatch, "a dispatching process"},
+        Setup{1, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"},
+        Setup{2, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"}}) {
     INFO(setup.workers << " workers, " << setup.what);
     const auto first = dpipe::testing::check_restore_sweep(
         [&] { return DataLoader2<Batch>(make_pipeline(setup.spread), workers(setup.workers)); });

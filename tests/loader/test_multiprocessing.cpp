@@ -100,8 +100,7 @@ TEST_CASE("MultiProcessing: the same seed gives the same order / equal to in pro
   }
 }
 
-TEST_CASE("MultiProcessing: iterating again mid-epoch starts a new epoch / the old iterator is stale (T07)",
-          "[mp]") {
+TEST_CASE("MultiProcessing: iterating again mid-epoch starts a new epoch / the old iterator is stale (T07)", "[mp]") {
   const auto pipeline = [] { return iter::from(range(40)).shuffle().sharding_filter(); };
   DataLoader2<int> in_process(pipeline());
   in_process.seed(7);
@@ -246,8 +245,7 @@ TEST_CASE("MultiProcessing: a non-replicable tail stays in the main process / to
                       Catch::Matchers::Contains("style=dashed, label=\"shared memory\""));
   CHECK_THAT(dot, !Catch::Matchers::Contains("dispatching process"));
   // A user node marked non-replicable runs in the main process (current_worker() is empty there).
-  auto user_tail =
-      iter::from(range(4)).sharding_filter().map([](int x) { return dpipe::current_worker() ? -1 : x; });
+  auto user_tail = iter::from(range(4)).sharding_filter().map([](int x) { return dpipe::current_worker() ? -1 : x; });
   user_tail.node().set_replicable(false);
   DataLoader2<int> user_loader(user_tail, workers(2));
   CHECK(epoch(user_loader) == range(4));

@@ -126,26 +126,43 @@ TEST_CASE("map in_memory_cache: each value read from the source once", "[map][in
 TEST_CASE("map batch / concat / zip / in_memory_cache: battery through to_iter", "[map][battery]") {
   // Map nodes keep no iteration state of their own: the battery runs them under to_iter, whose
   // position is the checkpoint.
-  check_battery([] { return map::from({1, 2, 3, 4, 5}).batch(2).to_iter(); },
-                std::vector<std::vector<int>>{{1, 2}, {3, 4}, {5}}, 3);
-  check_battery([] { return map::from({1, 2, 3, 4, 5}).batch(2, true).to_iter(); },
-                std::vector<std::vector<int>>{{1, 2}, {3, 4}}, 2);
-  check_battery([] { return map::from({1, 2}).concat(map::from({10, 20, 30})).to_iter(); },
-                std::vector<int>{1, 2, 10, 20, 30}, 5);
+  check_battery(
+      [] {
+        return map::from({1, 2, 3, 4, 5}).batch(2).to_iter();
+      },
+      std::vector<std::vector<int>>{{1, 2}, {3, 4}, {5}}, 3);
+  check_battery(
+      [] {
+        return map::from({1, 2, 3, 4, 5}).batch(2, true).to_iter();
+      },
+      std::vector<std::vector<int>>{{1, 2}, {3, 4}}, 2);
+  check_battery(
+      [] {
+        return map::from({1, 2}).concat(map::from({10, 20, 30})).to_iter();
+      },
+      std::vector<int>{1, 2, 10, 20, 30}, 5);
   using Pair = std::tuple<int, std::string>;
-  check_battery([] { return map::from({1, 2, 3}).zip(map::from(std::vector<std::string>{"a", "b"})).to_iter(); },
-                std::vector<Pair>{{1, "a"}, {2, "b"}}, 2);
-  check_battery([] { return map::from({4, 5, 6}).map([](int x) { return x * 2; }).in_memory_cache().to_iter(); },
-                std::vector<int>{8, 10, 12}, 3);
+  check_battery(
+      [] {
+        return map::from({1, 2, 3}).zip(map::from(std::vector<std::string>{"a", "b"})).to_iter();
+      },
+      std::vector<Pair>{{1, "a"}, {2, "b"}}, 2);
+  check_battery(
+      [] {
+        return map::from({4, 5, 6}).map([](int x) { return x * 2; }).in_memory_cache().to_iter();
+      },
+      std::vector<int>{8, 10, 12}, 3);
 }
 
 TEST_CASE("map in_memory_cache: size and a missing key pass through / the failed key is not cached",
           "[map][in_memory_cache]") {
   int reads = 0;
-  auto cached = map::from({1, 2, 3}).map([&reads](int x) {
-    ++reads;
-    return x;
-  }).in_memory_cache();
+  auto cached = map::from({1, 2, 3})
+                    .map([&reads](int x) {
+                      ++reads;
+                      return x;
+                    })
+                    .in_memory_cache();
   CHECK(cached.size() == 3);
   CHECK_THROWS_AS(cached.get(7), dpipe::KeyError);
   CHECK_THROWS_WITH(cached.get(7), Catch::EndsWith(": index 7 is out of range for 3 elements"));

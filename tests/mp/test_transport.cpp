@@ -107,7 +107,8 @@ TEST_CASE("transport: a small ring carries elements of every size in order / lon
   producer.reset();
 }
 
-TEST_CASE("transport: a writer about to wait wakes a reader that asked for more elements than it got", "[mp][concurrency]") {
+TEST_CASE("transport: a writer about to wait wakes a reader that asked for more elements than it got",
+          "[mp][concurrency]") {
   // The reader sleeps until 8 elements are there; a writer that publishes 1 and then waits (its
   // budget is full, or it blocks on the ring) must not leave the reader asleep.
   TestRing ring(4096);

@@ -2,9 +2,9 @@
 // Random corruption of checkpoint blobs for the fuzz tests: edits that the checksum catches, and
 // edits behind a recomputed checksum that reach the decoders of every node.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string_view>

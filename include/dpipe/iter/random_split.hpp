@@ -181,8 +181,7 @@ void override_seed(const IterPipe<T>& split, std::uint64_t seed) {
 /// `src | iter::random_split(weights, seed, total_length, target)`: the pipe of key `target`.
 [[nodiscard]] inline auto random_split(SplitWeights weights, std::uint64_t seed,
                                        std::optional<std::size_t> total_length, std::string target) {
-  return PipeAdaptor{
-      [=](const auto& source) { return source.random_split(weights, seed, total_length, target); }};
+  return PipeAdaptor{[=](const auto& source) { return source.random_split(weights, seed, total_length, target); }};
 }
 
 }  // namespace iter
