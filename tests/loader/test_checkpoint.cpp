@@ -42,7 +42,10 @@ dpipe::IterPipe<Batch> make_pipeline(int which, const Counter& reads) {
       return forks[0]
           .map([](auto pair) { return static_cast<int>(pair.first); })
           .zip(forks[1].map([](auto pair) { return pair.second; }))
-          .map([](auto pair) { return std::get<0>(pair) * 1000 + std::get<1>(pair); })
+          .map([](auto pair) {  // wraps instead of overflowing: the fuzz test restores hostile values
+            return static_cast<int>(static_cast<unsigned>(std::get<0>(pair)) * 1000U +
+                                    static_cast<unsigned>(std::get<1>(pair)));
+          })
           .prefetch(5)
           .batch(3);
     }

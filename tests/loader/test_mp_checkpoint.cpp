@@ -28,23 +28,29 @@ int g_replay_guard = -1;
 
 enum class Spread { kShardingFilter, kDispatch, kMixed };
 
+/// a * factor + b, wrapping instead of overflowing: the fuzz test restores hostile element values.
+int mix(int a, unsigned factor, int b) {
+  return static_cast<int>(static_cast<unsigned>(a) * factor + static_cast<unsigned>(b));
+}
+
 /// kMixed runs threadpool_map, fork + zip and prefetch inside each worker, as the in-process sweep
 /// of test_checkpoint.cpp does.
 dpipe::IterPipe<Batch> make_pipeline(Spread spread) {
   auto source = iter::from(range(180)).shuffle(16);
   switch (spread) {
     case Spread::kShardingFilter:
-      return source.sharding_filter().map([](int x) { return x * 3; }).batch(4);
+      return source.sharding_filter().map([](int x) { return mix(x, 3, 0); }).batch(4);
     case Spread::kDispatch:
       return source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
-          .map([](int x) { return x * 3; })
+          .map([](int x) { return mix(x, 3, 0); })
           .batch(4);
     default: {
-      auto forks = source.sharding_filter().threadpool_map([](int x) { return x * 3; }, 2, 6).enumerate().fork(2, 64);
+      auto forks =
+          source.sharding_filter().threadpool_map([](int x) { return mix(x, 3, 0); }, 2, 6).enumerate().fork(2, 64);
       return forks[0]
           .map([](auto pair) { return static_cast<int>(pair.first); })
           .zip(forks[1].map([](auto pair) { return pair.second; }))
-          .map([](auto pair) { return std::get<0>(pair) * 1000 + std::get<1>(pair); })
+          .map([](auto pair) { return mix(std::get<0>(pair), 1000, std::get<1>(pair)); })
           .prefetch(5)
           .batch(4);
     }
