@@ -190,12 +190,18 @@ class DispatcherProcess {
     });
   }
 
-  /// Asks each worker to ring this process's bell when its ring frees what the next record needs.
+  /// Asks each worker to ring this process's bell when what blocks its outlet clears: a full
+  /// element budget, or a ring without room for the next record.
   void request_wakes() {
     for (auto& outlet : outlets_) {
-      const std::size_t need =
-          outlet.pending.empty() ? encoded_.size() : outlet.pending.front().bytes.size() - outlet.pending.front().sent;
-      outlet.writer.request_wake(std::min(need, outlet.writer.max_payload()), budget_ - 1);
+      if (outlet.writer.elements_in_flight() >= budget_) {
+        outlet.writer.request_wake_for_elements(budget_ - 1);
+      } else if (!outlet.pending.empty()) {
+        const Pending& record = outlet.pending.front();
+        outlet.writer.request_wake_for_room(std::min(record.bytes.size() - record.sent, outlet.writer.max_payload()));
+      } else {
+        outlet.writer.clear_wake();  // nothing blocks it
+      }
     }
   }
 

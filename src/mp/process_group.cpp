@@ -76,7 +76,7 @@ void ProcessGroup::send(RingWriter& control, std::size_t child, const std::vecto
   const Endpoint endpoint{&pool_.main_bell(), &children_, plan_.options.timeout};
   endpoint.wait(
       [&] {
-        control.request_wake(message.size(), UINT64_MAX);
+        control.request_wake_for_room(message.size());
         return control.try_write(RecordKind::kControl, message);
       },
       [&] {

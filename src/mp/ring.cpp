@@ -63,13 +63,18 @@ bool RingWriter::try_write(RecordKind kind, std::span<const std::byte> payload) 
   return true;
 }
 
-void RingWriter::request_wake(std::size_t min_payload, std::uint64_t elements) noexcept {
+void RingWriter::request_wake_for_room(std::size_t min_payload) noexcept {
   // Claiming `need` bytes may take a padding run up to the end of the area as well.
   const std::size_t need = sizeof(RecordHeader) + padded(std::max<std::size_t>(min_payload, 1));
   const std::uint64_t free_wanted = std::min<std::uint64_t>(need * 2, memory_.capacity);
   // free = capacity - (head - tail) reaches free_wanted when tail reaches head + free_wanted - capacity.
   const std::uint64_t at_tail = head_ + free_wanted > memory_.capacity ? head_ + free_wanted - memory_.capacity : 0;
   memory_.header->wake_writer_at_tail.store(at_tail, std::memory_order_relaxed);
+  memory_.header->wake_writer_at_elements.store(UINT64_MAX, std::memory_order_relaxed);
+}
+
+void RingWriter::request_wake_for_elements(std::uint64_t elements) noexcept {
+  memory_.header->wake_writer_at_tail.store(UINT64_MAX, std::memory_order_relaxed);
   memory_.header->wake_writer_at_elements.store(elements_written_ - std::min(elements, elements_written_),
                                                 std::memory_order_relaxed);
 }

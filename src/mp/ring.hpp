@@ -94,9 +94,12 @@ class RingWriter {
   [[nodiscard]] std::uint64_t elements_in_flight() const noexcept {
     return elements_written_ - memory_.header->released_elements.load(std::memory_order_acquire);
   }
-  /// Asks the reader to ring the writer's bell once `min_payload` bytes can be claimed or at most
-  /// `elements` element records are in flight. Call before Bell::prepare(); clear_wake() after.
-  void request_wake(std::size_t min_payload, std::uint64_t elements) noexcept;
+  /// Asks the reader to ring the writer's bell once `min_payload` bytes can be claimed (and not
+  /// on every release before that). Call before Bell::prepare(); clear_wake() after.
+  void request_wake_for_room(std::size_t min_payload) noexcept;
+  /// Asks the reader to ring the writer's bell once at most `elements` element records are in
+  /// flight. Call before Bell::prepare(); clear_wake() after.
+  void request_wake_for_elements(std::uint64_t elements) noexcept;
   void clear_wake() noexcept;
 
   /// Whether the reader sleeps waiting for a record.

@@ -30,7 +30,7 @@ void RingSink::claim(std::size_t min_payload) {
   wake_reader_before_waiting();
   endpoint_.wait(
       [&] {
-        writer_.request_wake(min_payload, UINT64_MAX);
+        writer_.request_wake_for_room(min_payload);
         room_ = writer_.claim(min_payload);
         return !room_.empty();
       },

@@ -66,7 +66,7 @@ class WorkerProcess {
         endpoint_.wait(
             [&] {
               // Woken when the main process has read half of what is in flight.
-              sink_.writer().request_wake(1, budget_ / 2);
+              sink_.writer().request_wake_for_elements(budget_ / 2);
               return control_.pending() || can_produce() || liveness_.stop_requested();
             },
             [] { return std::string(); });

@@ -133,6 +133,32 @@ TEST_CASE("transport: a writer about to wait wakes a reader that asked for more 
   CHECK(as_int(record->payload) == 7);
 }
 
+TEST_CASE("transport: a waiting writer is woken when what it waits for is there / not on every release",
+          "[mp][concurrency]") {
+  TestRing ring(4096);
+  dpipe::detail::mp::RingWriter writer(ring.memory());
+  dpipe::detail::mp::RingReader reader(ring.memory());
+  const std::vector<std::byte> payload(800);  // records of 808 bytes
+  for (int i = 0; i < 4; ++i) REQUIRE(writer.try_write(RecordKind::kElement, payload));
+  const auto release_next = [&] {
+    const auto record = reader.peek();
+    REQUIRE(record);
+    return reader.release(*record);
+  };
+  // Room for 1200 bytes (twice that free, for a padding run): after two releases, not one.
+  writer.request_wake_for_room(1200);
+  CHECK_FALSE(release_next());
+  CHECK(release_next());
+  writer.clear_wake();
+  for (int i = 0; i < 2; ++i) REQUIRE(writer.try_write(RecordKind::kElement, payload));
+  // At most 2 of the 4 elements in flight: after the second release, not the first.
+  writer.request_wake_for_elements(2);
+  CHECK_FALSE(release_next());
+  CHECK(release_next());
+  writer.clear_wake();
+  CHECK_FALSE(release_next());
+}
+
 /// Counts liveness checks, and the thorough ones (at most one per liveness period of waiting).
 struct CountingLiveness final : Liveness {
   void check(bool thorough) override {
