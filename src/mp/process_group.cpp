@@ -30,6 +30,13 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
   return sizes;
 }
 
+/// A child's report that it cannot save its state, as the loader expects it: StateNotSupportedError
+/// (the loader then replays the epoch instead) or StateError.
+[[noreturn]] void throw_cannot_save(const ErrorReport& report) {
+  if (report.type == "dpipe::StateNotSupportedError") throw StateNotSupportedError(report.message);
+  DPIPE_THROW(StateError, "{} cannot save its state: {}: {}", report.where, report.type, report.message);
+}
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
@@ -147,10 +154,7 @@ std::vector<std::byte> ProcessGroup::read_dispatcher_reply() {
     more = record->more;
     if (reply_.release(*record)) slot(controls_.size() - 1).bell.ring();
   }
-  if (kind == RecordKind::kError) {
-    const auto report = from_bytes<ErrorReport>(payload);
-    DPIPE_THROW(StateError, "the dispatching process cannot save its state: {}: {}", report.type, report.message);
-  }
+  if (kind == RecordKind::kError) throw_cannot_save(from_bytes<ErrorReport>(payload));
   return payload;
 }
 
@@ -167,11 +171,7 @@ GroupState ProcessGroup::checkpoint() {
   state.generation = generation_;
   for (std::size_t w = 0; w < workers; ++w) {
     std::vector<std::byte> payload;
-    if (merge_->read_reply(w, payload) == RecordKind::kError) {
-      const auto report = from_bytes<ErrorReport>(payload);
-      if (report.type == "dpipe::StateNotSupportedError") throw StateNotSupportedError(report.message);
-      DPIPE_THROW(StateError, "{} cannot save its state: {}: {}", report.where, report.type, report.message);
-    }
+    if (merge_->read_reply(w, payload) == RecordKind::kError) throw_cannot_save(from_bytes<ErrorReport>(payload));
     state.workers.push_back(std::move(payload));
   }
   if (plan_.dispatched) {

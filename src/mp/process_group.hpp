@@ -76,8 +76,8 @@ class ProcessGroup {
   /// The main process's reader of the workers' elements.
   [[nodiscard]] const std::shared_ptr<RecordMerge>& merge() const noexcept { return merge_; }
 
-  /// Starts a new epoch: worker w is seeded with `epoch_seeds.spawn(w)`, the dispatching process
-  /// with `epoch_seeds.spawn(0).spawn(0)`.
+  /// Starts epoch e (from 0): worker w is seeded with `epoch_seeds.spawn(w + N * e)`, the
+  /// dispatching process with `epoch_seeds.spawn(0).spawn(0)`.
   void reset(const SeedGenerator& epoch_seeds);
   /// Asks every process to pause after its current element (it does not wait).
   void pause();

@@ -157,6 +157,15 @@ TEST_CASE("MP checkpoint: a worker node without state support falls back to repl
   });
 }
 
+TEST_CASE("MP checkpoint: a node without state support in the dispatching process falls back to replaying",
+          "[mp][checkpoint]") {
+  dpipe::testing::check_replay_fallback([] {
+    auto dispatched = dpipe::make_iter<dpipe::testing::PlusOne>(iter::from(range(30)).shuffle(5))
+                          .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing);
+    return DataLoader2<int>(dispatched.map([](int x) { return x; }), workers(2));
+  });
+}
+
 TEST_CASE("MP checkpoint: corruptions behind valid checksums are refused or restore / never crash",
           "[mp][checkpoint][fuzz]") {
   // The loader's blob nests the service's, which nests every child's graph state: all checksums
