@@ -101,14 +101,14 @@ RecordMerge::Piece RecordMerge::take(Input& input) {
     Stored stored = std::move(input.stored.front());
     input.stored.pop_front();
     buffer_ = std::move(stored.bytes);
-    return Piece{stored.kind, buffer_, false, false, {}};
+    return Piece{stored.kind, buffer_, false, {}};
   }
   for (;;) {
     const auto record = wait_record(input);
     if (record.kind == RecordKind::kResetAck && input.synced && from_bytes<std::uint64_t>(record.payload) > expected_) {
       // The writer started an epoch this reader has not been reset for: this stream ends here. The
       // marker stays for the reset that follows.
-      return Piece{RecordKind::kEnd, {}, false, true, {}};
+      return Piece{RecordKind::kEnd, {}, false, {}};
     }
     if (skip_out_of_sync(input, record)) continue;
     if (record.kind == RecordKind::kPaused) {
@@ -118,9 +118,9 @@ RecordMerge::Piece RecordMerge::take(Input& input) {
     if (record.more) {
       const RecordKind kind = record.kind;
       assemble(input, record, buffer_);
-      return Piece{kind, buffer_, false, false, {}};
+      return Piece{kind, buffer_, false, {}};
     }
-    return Piece{record.kind, record.payload, true, false, record};
+    return Piece{record.kind, record.payload, true, record};
   }
 }
 

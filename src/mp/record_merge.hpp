@@ -72,7 +72,6 @@ class RecordMerge final : public RecordSource {
     RecordKind kind = RecordKind::kEnd;
     std::span<const std::byte> bytes;
     bool in_ring = false;      // `bytes` is the ring record `record`, not yet released
-    bool interrupted = false;  // the writer moved on to a newer generation
     RingReader::Record record;
   };
 

@@ -36,7 +36,6 @@ class SharedPool {
   SharedPool(const SharedPool&) = delete;
   SharedPool& operator=(const SharedPool&) = delete;
 
-  [[nodiscard]] const PoolSizes& sizes() const noexcept { return sizes_; }
   [[nodiscard]] Bell& main_bell() const noexcept;
   [[nodiscard]] ChildSlot& worker(std::size_t worker_id) const noexcept;
   [[nodiscard]] ChildSlot& dispatcher() const noexcept;
@@ -47,7 +46,6 @@ class SharedPool {
   [[nodiscard]] RingMemory reply_ring() const noexcept;
 
  private:
-  struct Offsets;
   [[nodiscard]] RingMemory ring(std::size_t header_offset, std::size_t data_offset, std::size_t capacity) const;
 
   PoolSizes sizes_;
