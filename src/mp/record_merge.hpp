@@ -71,7 +71,7 @@ class RecordMerge final : public RecordSource {
   struct Piece {
     RecordKind kind = RecordKind::kEnd;
     std::span<const std::byte> bytes;
-    bool in_ring = false;      // `bytes` is the ring record `record`, not yet released
+    bool in_ring = false;  // `bytes` is the ring record `record`, not yet released
     RingReader::Record record;
   };
 
