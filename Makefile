@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libconcurrentqueue-dev
+PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2
 CMAKE_COMMON := -DDPIPE_WERROR=ON
 
 .PHONY: deps demo test test-asan test-tsan bench clean

@@ -14,10 +14,10 @@ class RunningSum final : public dpipe::IterDataPipe<long> {
   void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
   dpipe::DataPipePtr clone_self() const override { return std::make_shared<RunningSum>(*this); }
   bool save_state(dpipe::StateWriter& writer) const override {
-    writer.write(sum_);
+    writer.write("sum", sum_);
     return true;
   }
-  void load_state(dpipe::StateReader& reader) override { sum_ = reader.read<long>(); }
+  void load_state(const dpipe::StateReader& reader) override { sum_ = reader.read<long>("sum"); }
 
  protected:
   void reset_impl() override {

@@ -14,10 +14,11 @@ class ParallelizeExpensiveMaps final : public dpipe::ReadingService<ParallelizeE
 
   dpipe::DataPipePtr initialize(dpipe::DataPipePtr graph) override {
     auto traversal = dpipe::graph::traverse_dps(graph);
-    for (const auto& map : dpipe::graph::find_dps<dpipe::ParallelizableMap>(traversal)) {
-      auto node = std::dynamic_pointer_cast<dpipe::DataPipe>(map);
+    for (const auto& node : dpipe::graph::find_dps(traversal, "map")) {
       if (node->tag() != "expensive") continue;
-      traversal = dpipe::graph::replace_dp(traversal, node, map->to_threadpool_map(threads_, 4 * threads_));
+      // The map node's static type is not known here: a typed operation makes the replacement.
+      auto parallel = dpipe::apply_typed_op<dpipe::ops::ToThreadPoolMap>(node, threads_, 4 * threads_);
+      traversal = dpipe::graph::replace_dp(traversal, node, parallel);
       ++replaced_;
     }
     std::printf("replaced %zu map node(s) with threadpool_map\n", replaced_);

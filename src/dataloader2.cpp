@@ -1,24 +1,19 @@
 // DataLoader2's protocol (LoaderCore): epochs, seeding, pause/resume/limit, shutdown, and the
 // loader's checkpoint blob.
 
-#include <array>
-#include <cstring>
+#include <algorithm>
 
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/logging.hpp>
+#include <dpipe/core/state.hpp>
 #include <dpipe/dataloader2.hpp>
+#include <dpipe/graph/background.hpp>
 #include <dpipe/graph/linter.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/graph/state.hpp>
 
-#include "blob.hpp"
-
 namespace dpipe::detail {
 namespace {
-
-constexpr Magic kMagic = {'D', 'P', 'I', 'P', 'E', 'D', 'L', '2'};
-constexpr std::uint32_t kFormatVersion = 1;
-constexpr const char* kWhat = "DataLoader2 checkpoint";
 
 /// How a checkpoint restores the graph.
 enum class GraphMode : std::uint8_t {
@@ -26,6 +21,8 @@ enum class GraphMode : std::uint8_t {
   kState = 1,       // every node's state
   kReplay = 2,      // a node cannot save its state: replay the epoch from its seeds and skip
 };
+/// The modes as the checkpoint spells them.
+constexpr std::string_view kGraphModes[] = {"not started", "state", "replay"};
 
 IterDataPipeBase& as_iter_base(const DataPipePtr& root) {
   auto* base = dynamic_cast<IterDataPipeBase*>(root.get());
@@ -34,6 +31,42 @@ IterDataPipeBase& as_iter_base(const DataPipePtr& root) {
                 root->element_type());
   }
   return *base;
+}
+
+/// The records of the stateful nodes of the pipeline the loader was built from: a checkpoint must
+/// come from a pipeline with the same ones (stateless nodes may differ).
+std::vector<graph::NodeRecord> pipeline_records(const DataPipePtr& root) {
+  std::vector<graph::NodeRecord> records;
+  for (const auto& entry : graph::node_paths(root)) {
+    if (!entry.node->stateless()) records.push_back({entry.node->element_type(), entry.stateful_path});
+  }
+  return records;
+}
+
+/// Throws StateError naming the first stateful node in which the saved pipeline and this one differ.
+void check_pipeline(const std::vector<graph::NodeRecord>& saved, const std::vector<graph::NodeRecord>& here) {
+  for (std::size_t i = 0; i < std::max(saved.size(), here.size()); ++i) {
+    if (i < saved.size() && i < here.size() && saved[i].stateful_path == here[i].stateful_path &&
+        saved[i].element_type == here[i].element_type) {
+      continue;
+    }
+    if (i >= here.size()) {
+      DPIPE_THROW(StateError,
+                  "the checkpoint was saved from a different pipeline: it has a stateful node {} ({}) that this "
+                  "pipeline lacks; restore it into a loader built by the same code",
+                  saved[i].stateful_path, saved[i].element_type);
+    }
+    if (i >= saved.size()) {
+      DPIPE_THROW(StateError,
+                  "the checkpoint was saved from a different pipeline: this pipeline's stateful node {} ({}) is not "
+                  "in it; restore it into a loader built by the same code",
+                  here[i].stateful_path, here[i].element_type);
+    }
+    DPIPE_THROW(StateError,
+                "the checkpoint was saved from a different pipeline: where it has the stateful node {} ({}), this "
+                "pipeline has {} ({}); restore it into a loader built by the same code",
+                saved[i].stateful_path, saved[i].element_type, here[i].stateful_path, here[i].element_type);
+  }
 }
 
 }  // namespace
@@ -45,18 +78,18 @@ struct LoaderCore::Restore {
   std::uint64_t taken = 0;
   bool epoch_ended = false;
   bool paused = false;
-  std::vector<std::byte> graph_state;
-  std::optional<std::vector<std::byte>> service_state;
+  bool service_state = false;
+  StateStore store;  // the graph's and the service's fields
 };
 
-LoaderCore::LoaderCore(DataPipePtr graph, const std::vector<AdapterPtr>& adapters, const AdapterContext& context,
+LoaderCore::LoaderCore(DataPipePtr graph, const std::vector<AdapterPtr>& adapters,
                        const ReadingServiceInterface* service)
     : service_(service != nullptr ? service->clone() : nullptr) {
   if (!graph) DPIPE_THROW(InvalidArgument, "DataLoader2: the pipeline is empty (a default-constructed handle)");
   DataPipePtr root = graph::clone(graph);
   for (const auto& adapter : adapters) {
     if (!adapter) DPIPE_THROW(InvalidArgument, "DataLoader2: an adapter is null");
-    root = (*adapter)(root, context);
+    root = (*adapter)(root);
   }
   (void)as_iter_base(root);
   set_graph(std::move(root));
@@ -84,7 +117,10 @@ void LoaderCore::adapt_once(const Restore* restore) {
     if (restore != nullptr && restore->service_state) {
       auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get());
       if (checkpointable == nullptr) DPIPE_THROW(StateError, "Cannot restore from non-checkpointable reading service");
-      set_graph(checkpointable->restore(graph_, *restore->service_state));
+      set_graph(checkpointable->restore(graph_, StateReader(restore->store, "service")));
+      if (const auto unread = restore->store.unread("service"); !unread.empty()) {
+        DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in this reading service", unread.front());
+      }
     } else {
       set_graph(service_->initialize(graph_));
     }
@@ -124,7 +160,7 @@ void LoaderCore::continue_restored(Restore& restore) {
   }
   adapt_once(&restore);
   if (restore.mode == GraphMode::kState) {
-    graph::load_state(graph_, restore.graph_state);
+    graph::load_state(graph_, StateReader(restore.store, "graph"));
     as_iter_base(graph_).reset();  // continues the restored iteration
   } else {
     log_warning(
@@ -203,11 +239,11 @@ void LoaderCore::seed(std::uint64_t seed) {
   reset_seed_ = true;
 }
 
-void LoaderCore::pause_graph() noexcept {
+void LoaderCore::stop_background() noexcept {
   try {
-    for (const auto& node : graph::list_dps(graph::traverse_dps(graph_))) node->pause();
+    graph::BackgroundStop(graph_).keep_stopped();
   } catch (const std::exception& error) {
-    log_warning("DataLoader2: pausing the graph failed: {}", error.what());
+    log_warning("DataLoader2: stopping the graph's background work failed: {}", error.what());
   }
 }
 
@@ -223,7 +259,8 @@ void LoaderCore::shutdown() noexcept {
   } catch (const std::exception& error) {
     log_warning("DataLoader2: the reading service failed to finalize: {}", error.what());
   }
-  pause_graph();  // stops background threads
+  stopped_.reset();
+  stop_background();
 }
 
 void LoaderCore::pause() {
@@ -234,8 +271,8 @@ void LoaderCore::pause() {
   paused_ = true;
   if (service_) {
     if (auto paused = service_->pause()) set_graph(paused(graph_));
-  } else {
-    pause_graph();
+  } else if (!stopped_) {
+    stopped_ = std::make_unique<graph::BackgroundStop>(graph_);
   }
 }
 
@@ -251,8 +288,7 @@ void LoaderCore::resume() {
   if (service_) {
     if (auto resumed = service_->resume()) set_graph(resumed(graph_));
   } else {
-    const auto nodes = graph::list_dps(graph::traverse_dps(graph_));
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) (*it)->resume();
+    stopped_.reset();
   }
   paused_ = false;
 }
@@ -270,22 +306,20 @@ void LoaderCore::limit(std::optional<std::size_t> num_batches) {
 
 std::vector<std::byte> LoaderCore::state_dict() {
   if (!loaded_blob_.empty()) return loaded_blob_;
-  std::vector<std::byte> blob;
-  ByteWriter writer(blob);
-  begin_blob(writer, kMagic, kFormatVersion);
-  writer.write(graph::fingerprint(before_service_));
-  writer.write(seed_);
-  writer.write(reset_seed_);
-  writer.write(seeds_);
-  writer.write(initial_seeds_);
-  writer.write(epoch_);
-  writer.write(taken_);
-  writer.write(epoch_ended_);
-  writer.write(paused_);
+  StateStore store;
+  StateWriter loader(store, "loader");
+  loader.write("pipeline", pipeline_records(before_service_));
+  loader.write("seed", seed_);
+  loader.write("reset_seed", reset_seed_);
+  loader.write("seeds", seeds_);
+  loader.write("initial_seeds", initial_seeds_);
+  loader.write("epoch", epoch_);
+  loader.write("taken", taken_);
+  loader.write("epoch_ended", epoch_ended_);
+  loader.write("paused", paused_);
   auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get());
   GraphMode mode = GraphMode::kNotStarted;
-  std::vector<std::byte> graph_state;
-  std::optional<std::vector<std::byte>> service_state;
+  StateStore parts;  // the service's and the graph's fields, kept only if both can be saved
   {
     // The service first: it may stop its graph (worker processes) so that the nodes here hold
     // exactly what the loop received; it restarts it once the graph's state is saved.
@@ -301,23 +335,24 @@ std::vector<std::byte> LoaderCore::state_dict() {
       }
     } restart{checkpointable};
     try {
-      if (checkpointable != nullptr) service_state = checkpointable->checkpoint();
+      if (checkpointable != nullptr) {
+        StateWriter service(parts, "service");
+        checkpointable->checkpoint(service);
+      }
       if (epoch_ > 0) {
-        graph_state = graph::save_state(graph_);
+        graph::save_state(graph_, StateWriter(parts, "graph"));
         mode = GraphMode::kState;
       }
     } catch (const StateNotSupportedError& error) {
       log_warning("DataLoader2: {}; the checkpoint will replay the epoch to restore the position", error.what());
       mode = GraphMode::kReplay;
-      graph_state.clear();
-      service_state.reset();
+      parts = StateStore();
     }
   }
-  writer.write(static_cast<std::uint8_t>(mode));
-  writer.write(graph_state);
-  writer.write(service_state);
-  seal_blob(blob);
-  return blob;
+  loader.write("mode", std::string(kGraphModes[static_cast<std::size_t>(mode)]));
+  loader.write("service_state", checkpointable != nullptr && mode != GraphMode::kReplay);
+  store.merge(parts, "");
+  return store.to_blob();
 }
 
 void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
@@ -326,45 +361,34 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
                 "DataLoaderV2 iterator has already been created, `load_state_dict()` can\u2019t be called. Please "
                 "create a new dataloader in order to use load state dict.");
   }
-  ByteReader reader = open_blob(blob, kMagic, kFormatVersion, kWhat);
-  try {
-    const auto saved_fingerprint = reader.read<std::uint64_t>();
-    const auto expected = graph::fingerprint(before_service_);
-    if (saved_fingerprint != expected) {
-      DPIPE_THROW(StateError,
-                  "the DataLoader2 checkpoint was saved from a different pipeline (graph fingerprint {:016x}, this "
-                  "pipeline's is {:016x}); restore it into a loader built by the same code",
-                  saved_fingerprint, expected);
-    }
-    auto seed = reader.read<std::optional<std::uint64_t>>();
-    const auto reset_seed = reader.read<bool>();
-    auto seeds = reader.read<SeedGenerator>();
-    auto initial_seeds = reader.read<SeedGenerator>();
-    auto restore = std::make_unique<Restore>();
-    restore->epoch = reader.read<std::uint64_t>();
-    restore->taken = reader.read<std::uint64_t>();
-    restore->epoch_ended = reader.read<bool>();
-    restore->paused = reader.read<bool>();
-    const auto mode = reader.read<std::uint8_t>();
-    if (mode > static_cast<std::uint8_t>(GraphMode::kReplay))
-      DPIPE_THROW(StateError, "the DataLoader2 checkpoint is corrupt: unknown graph mode {}", mode);
-    restore->mode = static_cast<GraphMode>(mode);
-    restore->graph_state = reader.read<std::vector<std::byte>>();
-    restore->service_state = reader.read<std::optional<std::vector<std::byte>>>();
-    if (!reader.at_end())
-      DPIPE_THROW(StateError, "the DataLoader2 checkpoint has {} trailing bytes", reader.remaining());
-    if (restore->service_state && dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get()) == nullptr) {
-      DPIPE_THROW(StateError, "Cannot restore from non-checkpointable reading service");
-    }
-    seed_ = seed;
-    reset_seed_ = reset_seed;
-    seeds_ = seeds;
-    initial_seeds_ = initial_seeds;
-    restore_ = std::move(restore);
-    loaded_blob_.assign(blob.begin(), blob.end());
-  } catch (const SerializationError& error) {
-    DPIPE_THROW(StateError, "the DataLoader2 checkpoint is corrupt: {}", error.what());
+  auto restore = std::make_unique<Restore>();
+  restore->store = StateStore::from_blob(blob);
+  const StateReader loader(restore->store, "loader");
+  check_pipeline(loader.read<std::vector<graph::NodeRecord>>("pipeline"), pipeline_records(before_service_));
+  auto seed = loader.read<std::optional<std::uint64_t>>("seed");
+  const auto reset_seed = loader.read<bool>("reset_seed");
+  auto seeds = loader.read<SeedGenerator>("seeds");
+  auto initial_seeds = loader.read<SeedGenerator>("initial_seeds");
+  restore->epoch = loader.read<std::uint64_t>("epoch");
+  restore->taken = loader.read<std::uint64_t>("taken");
+  restore->epoch_ended = loader.read<bool>("epoch_ended");
+  restore->paused = loader.read<bool>("paused");
+  const auto mode = loader.read<std::string>("mode");
+  const auto* found = std::ranges::find(kGraphModes, mode);
+  if (found == std::end(kGraphModes)) {
+    DPIPE_THROW(StateError, "the checkpoint's field loader:mode is corrupt: \"{}\" is no graph mode", mode);
   }
+  restore->mode = static_cast<GraphMode>(found - std::begin(kGraphModes));
+  restore->service_state = loader.read<bool>("service_state");
+  if (restore->service_state && dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get()) == nullptr) {
+    DPIPE_THROW(StateError, "Cannot restore from non-checkpointable reading service");
+  }
+  seed_ = seed;
+  reset_seed_ = reset_seed;
+  seeds_ = seeds;
+  initial_seeds_ = initial_seeds;
+  restore_ = std::move(restore);
+  loaded_blob_.assign(blob.begin(), blob.end());
 }
 
 void throw_loader_type_mismatch(const DataPipe& root, const std::string& expected) {

@@ -2,33 +2,25 @@
 /// \file
 /// Adapters (torchdata's dataloader2.adapter): rewrite a graph once, when DataLoader2 is built.
 /// `Shuffle(enable)` switches every shuffling node on or off, and appends a shuffle when asked to
-/// shuffle a graph that has none. Write your own by deriving from Adapter.
+/// shuffle a graph that has none (ops::AppendShuffle, which DataLoader2<T> registers for its
+/// element type). Write your own by deriving from Adapter; operations that need the element type
+/// go through <dpipe/core/typed_op.hpp>.
 ///
 /// torchdata's CacheTimeout sets the timeout of end_caching nodes (on-disk caches); dpipe has no
 /// on-disk cache node, so there is no CacheTimeout adapter.
 
-#include <cstddef>
 #include <memory>
 #include <optional>
-#include <vector>
 
 #include <dpipe/core/datapipe.hpp>
 
 namespace dpipe {
 
-/// Graph building blocks an adapter may need that depend on the loader's element type.
-class AdapterContext {
- public:
-  virtual ~AdapterContext() = default;
-  /// `root.shuffle(buffer_size)`.
-  [[nodiscard]] virtual DataPipePtr append_shuffle(const DataPipePtr& root, std::size_t buffer_size) const = 0;
-};
-
 /// Rewrites a graph; returns the new root. Thread-safety: called by DataLoader2's constructor.
 class Adapter {
  public:
   virtual ~Adapter() = default;
-  virtual DataPipePtr operator()(DataPipePtr root, const AdapterContext& context) = 0;
+  virtual DataPipePtr operator()(DataPipePtr root) = 0;
 };
 
 using AdapterPtr = std::shared_ptr<Adapter>;
@@ -39,7 +31,7 @@ using AdapterPtr = std::shared_ptr<Adapter>;
 class Shuffle final : public Adapter {
  public:
   explicit Shuffle(std::optional<bool> enable = true) : enable_(enable) {}
-  DataPipePtr operator()(DataPipePtr root, const AdapterContext& context) override;
+  DataPipePtr operator()(DataPipePtr root) override;
 
  private:
   std::optional<bool> enable_;

@@ -25,21 +25,27 @@
 #include <vector>
 
 #include <dpipe/adapter.hpp>
+#include <dpipe/core/detail/lazy_iterator.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/lazy_iterator.hpp>
 #include <dpipe/core/map_pipe.hpp>
+#include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/graph.hpp>
-#include <dpipe/graph/statistics.hpp>
+#include <dpipe/iter/prefetch.hpp>
+#include <dpipe/iter/shuffle.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 
 namespace dpipe {
+class MultiProcessingReadingService;
+namespace graph {
+class BackgroundStop;
+}  // namespace graph
+
 namespace detail {
 
 /// DataLoader2's protocol, independent of the element type. Thread-safety: one thread.
 class LoaderCore {
  public:
-  LoaderCore(DataPipePtr graph, const std::vector<AdapterPtr>& adapters, const AdapterContext& context,
-             const ReadingServiceInterface* service);
+  LoaderCore(DataPipePtr graph, const std::vector<AdapterPtr>& adapters, const ReadingServiceInterface* service);
   ~LoaderCore();
   LoaderCore(const LoaderCore&) = delete;
   LoaderCore& operator=(const LoaderCore&) = delete;
@@ -82,7 +88,7 @@ class LoaderCore {
   void adapt_once(const Restore* restore);
   void start_epoch();
   void continue_restored(Restore& restore);
-  void pause_graph() noexcept;
+  void stop_background() noexcept;
 
   DataPipePtr graph_;
   DataPipePtr before_service_;
@@ -104,16 +110,8 @@ class LoaderCore {
   std::size_t limit_counter_ = 0;
   std::uint64_t replay_ = 0;
   std::unique_ptr<Restore> restore_;
-  std::vector<std::byte> loaded_blob_;  // returned by state_dict() until the first iteration
-};
-
-/// AdapterContext for element type T.
-template <class T>
-class TypedAdapterContext final : public AdapterContext {
- public:
-  [[nodiscard]] DataPipePtr append_shuffle(const DataPipePtr& root, std::size_t buffer_size) const override {
-    return graph::as_iter<T>(root).shuffle(buffer_size).ptr();
-  }
+  std::unique_ptr<graph::BackgroundStop> stopped_;  // paused without a reading service
+  std::vector<std::byte> loaded_blob_;              // returned by state_dict() until the first iteration
 };
 
 [[noreturn]] void throw_loader_type_mismatch(const DataPipe& root, const std::string& expected);
@@ -130,20 +128,23 @@ class DataLoader2 {
   /// The loader must outlive it.
   using iterator = detail::LazyIterator<T, Reader>;
 
-  /// A loader over `pipe` (copied) with `adapters` and no reading service.
-  explicit DataLoader2(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters = {})
-      : core_(make_core(pipe, adapters, nullptr)) {}
+  /// A loader over `pipe` (copied), without a reading service.
+  explicit DataLoader2(const IterPipe<T>& pipe) : core_(make_core(pipe, {}, nullptr)) {}
+  /// A loader over `pipe` (copied), rewritten by `adapters`, without a reading service.
+  DataLoader2(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters)
+      : core_(make_core_adapted(pipe, adapters, nullptr)) {}
   /// A loader over `pipe` run by a copy of `service`.
-  DataLoader2(const IterPipe<T>& pipe, const ReadingServiceInterface& service) : core_(make_core(pipe, {}, &service)) {}
-  DataLoader2(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters, const ReadingServiceInterface& service)
-      : core_(make_core(pipe, adapters, &service)) {}
+  template <std::derived_from<ReadingServiceInterface> Service>
+  DataLoader2(const IterPipe<T>& pipe, const Service& service) : core_(make_core<Service>(pipe, {}, &service)) {}
+  template <std::derived_from<ReadingServiceInterface> Service>
+  DataLoader2(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters, const Service& service)
+      : core_(make_core_adapted<Service>(pipe, adapters, &service)) {}
   /// A map pipe is read in key order (torchdata converts it with to_iter_datapipe).
   template <class K>
   explicit DataLoader2(const MapPipe<K, T>& pipe, const std::vector<AdapterPtr>& adapters = {})
       : DataLoader2(pipe.to_iter(), adapters) {}
-  template <class K>
-  DataLoader2(const MapPipe<K, T>& pipe, const ReadingServiceInterface& service)
-      : DataLoader2(pipe.to_iter(), service) {}
+  template <class K, std::derived_from<ReadingServiceInterface> Service>
+  DataLoader2(const MapPipe<K, T>& pipe, const Service& service) : DataLoader2(pipe.to_iter(), service) {}
 
   DataLoader2(DataLoader2&&) noexcept = default;
   DataLoader2& operator=(DataLoader2&&) noexcept = default;
@@ -186,10 +187,24 @@ class DataLoader2 {
   [[nodiscard]] std::uint64_t elements_in_epoch() const noexcept { return core_->elements_in_epoch(); }
 
  private:
+  /// Registers the typed operations a reading service of type Service may apply to the root for T
+  /// (ops::AppendPrefetch: any service but MultiProcessingReadingService, which never prefetches
+  /// the root), then builds the protocol.
+  template <class Service = void>
   static std::unique_ptr<detail::LoaderCore> make_core(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters,
                                                        const ReadingServiceInterface* service) {
-    const detail::TypedAdapterContext<T> context;
-    return std::make_unique<detail::LoaderCore>(pipe.ptr(), adapters, context, service);
+    if constexpr (!std::is_void_v<Service> && !std::is_same_v<Service, MultiProcessingReadingService>) {
+      register_typed_op_once<ops::AppendPrefetch, T, &iter::append_prefetch<T>>();
+    }
+    return std::make_unique<detail::LoaderCore>(pipe.ptr(), adapters, service);
+  }
+  /// make_core for a loader with adapters, which may append a shuffle (ops::AppendShuffle).
+  template <class Service = void>
+  static std::unique_ptr<detail::LoaderCore> make_core_adapted(const IterPipe<T>& pipe,
+                                                               const std::vector<AdapterPtr>& adapters,
+                                                               const ReadingServiceInterface* service) {
+    register_typed_op_once<ops::AppendShuffle, T, &iter::append_shuffle<T>>();
+    return make_core<Service>(pipe, adapters, service);
   }
 
   /// The typed root, checked once per change of the graph.

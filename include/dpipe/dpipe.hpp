@@ -7,26 +7,21 @@
 #define DPIPE_VERSION_PATCH 0
 
 #include <dpipe/adapter.hpp>
-#include <dpipe/core/checks.hpp>
-#include <dpipe/core/collate.hpp>
-#include <dpipe/core/compact.hpp>
+#include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/element_codec.hpp>
+#include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/error.hpp>
-#include <dpipe/core/functional.hpp>
-#include <dpipe/core/input_list.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/lazy_iterator.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/map_datapipe.hpp>
 #include <dpipe/core/map_pipe.hpp>
-#include <dpipe/core/pending.hpp>
-#include <dpipe/core/range_access.hpp>
-#include <dpipe/core/state.hpp>
 #include <dpipe/core/type_name.hpp>
+#include <dpipe/core/typed_op.hpp>
 #include <dpipe/dataloader2.hpp>
+#include <dpipe/graph/background.hpp>
 #include <dpipe/graph/dispatch.hpp>
 #include <dpipe/graph/dot.hpp>
 #include <dpipe/graph/graph.hpp>

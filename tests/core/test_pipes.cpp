@@ -157,8 +157,46 @@ TEST_CASE("DataPipe: a user node without checkpoint support says so", "[core][st
   auto pipe = dpipe::make_iter<Twice>(iter::from({1}));
   const std::string message = pipe.node().label() +
                               " (int) does not support checkpoints: override save_state and load_state to "
-                              "checkpoint this pipeline";
+                              "checkpoint this pipeline (or stateless() if it keeps no iteration state)";
   CHECK_THROWS_MATCHES(dpipe::graph::save_state(pipe), dpipe::StateError, Catch::Message(message));
+}
+
+/// A user node that keeps no iteration state and says so.
+class Negate final : public dpipe::IterDataPipe<int> {
+ public:
+  explicit Negate(const IterPipe<int>& source) : IterDataPipe("negate"), source_(source.ptr()) {}
+  void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] dpipe::DataPipePtr clone_self() const override { return std::make_shared<Negate>(*this); }
+  [[nodiscard]] bool stateless() const noexcept override { return true; }
+
+ protected:
+  std::optional<int> next_impl() override {
+    auto value = source_.next();
+    if (!value) return std::nullopt;
+    return -*value;
+  }
+
+ private:
+  dpipe::Input<int> source_;
+};
+
+TEST_CASE("DataPipe: a stateless user node checkpoints with nothing to save / and may be added later",
+          "[core][state]") {
+  auto pipe = dpipe::make_iter<Negate>(iter::from({1, 2, 3, 4}).shuffle(2));
+  const auto seed = [&] {
+    dynamic_cast<dpipe::RandomDataPipe&>(*dpipe::graph::find_dps(dpipe::graph::traverse_dps(pipe), "shuffle")[0])
+        .set_seed(3);
+  };
+  seed();
+  const auto expected = dpipe::testing::collect(pipe);
+  seed();
+  (void)dpipe::testing::take(pipe, 1);
+  const auto blob = dpipe::graph::save_state(pipe);
+  auto without = iter::from({1, 2, 3, 4}).shuffle(2);
+  dpipe::graph::load_state(without, blob);
+  std::vector<int> rest;
+  for (int x : without) rest.push_back(-x);
+  CHECK(rest == std::vector<int>(expected.begin() + 1, expected.end()));
 }
 
 template <class Pipe, class F>
@@ -222,20 +260,74 @@ TEST_CASE("DataPipe: tags are kept by clones and let services find nodes", "[cor
   };
   CHECK(tagged(pipe) == std::vector<std::string>{"", "expensive", ""});
   CHECK(tagged(copy) == std::vector<std::string>{"", "expensive", ""});
-  CHECK(dpipe::graph::fingerprint(pipe.ptr()) ==
-        dpipe::graph::fingerprint(iter::from({1}).map([](int x) { return x; }).batch(2).ptr()));
+  const auto paths = [](const auto& root) {
+    std::vector<std::string> result;
+    for (const auto& entry : dpipe::graph::node_paths(root.ptr())) result.push_back(entry.path);
+    return result;
+  };
+  CHECK(paths(pipe) == paths(iter::from({1}).map([](int x) { return x; }).batch(2)));
+  CHECK(paths(pipe) == std::vector<std::string>{"batch", "batch/map", "batch/map/from"});
 }
 
-TEST_CASE("ParallelizableMap: a map node becomes a threadpool_map with the same function",
-          "[core][datapipe][concurrency]") {
+TEST_CASE("typed ops: a map node becomes a threadpool_map with the same function", "[core][typed_op][concurrency]") {
   auto source = iter::from({1, 2, 3, 4});
   auto mapped = source.map([](int x) { return x * 10; }).tag("t");
-  auto& map = dynamic_cast<dpipe::ParallelizableMap&>(mapped.node());
-  auto parallel = dpipe::graph::as_iter<int>(map.to_threadpool_map(2, 4));
+  const dpipe::DataPipePtr node = mapped.ptr();
+  REQUIRE(dpipe::find_typed_op<dpipe::ops::ToThreadPoolMap>(*node) != nullptr);
+  auto parallel = dpipe::graph::as_iter<int>(dpipe::apply_typed_op<dpipe::ops::ToThreadPoolMap>(node, 2, 4));
   CHECK(parallel.node().name() == "threadpool_map");
   CHECK(parallel.node().tag() == "t");
   CHECK(parallel.node().inputs()[0] == source.ptr());
   CHECK(dpipe::testing::collect(parallel) == std::vector<int>{10, 20, 30, 40});
+}
+
+TEST_CASE("typed ops: an operation nothing registered is a clear error", "[core][typed_op]") {
+  auto filtered = iter::from({1, 2, 3}).filter([](int x) { return x > 1; });
+  const dpipe::DataPipePtr node = filtered.ptr();
+  CHECK(dpipe::find_typed_op<dpipe::ops::ToThreadPoolMap>(*node) == nullptr);
+  CHECK_THROWS_MATCHES(dpipe::apply_typed_op<dpipe::ops::ToThreadPoolMap>(node, 2, 4), dpipe::NotSupportedError,
+                       Catch::Message(fmt::format("`to_threadpool_map` is not available for {} (int): nothing "
+                                                  "registered it for this node or element type (see "
+                                                  "dpipe/core/typed_op.hpp)",
+                                                  node->label())));
+}
+
+/// An operation of the test's own, registered for one element type.
+struct Describe {
+  using Function = std::string(const dpipe::DataPipePtr& node, int suffix);
+  static constexpr std::string_view kOperation = "describe";
+};
+
+TEST_CASE("typed ops: element-type operations apply to every node of that type and node-class ones win",
+          "[core][typed_op]") {
+  dpipe::register_typed_op<Describe>(typeid(int), [](const dpipe::DataPipePtr& node, int suffix) {
+    return std::string(node->name()) + " of int " + std::to_string(suffix);
+  });
+  auto source = iter::from({1, 2});
+  auto batched = source.batch(2);
+  CHECK(dpipe::apply_typed_op<Describe>(source.ptr(), 7) == "from of int 7");
+  CHECK(dpipe::apply_typed_op<Describe>(source.shuffle().ptr(), 8) == "shuffle of int 8");
+  CHECK(dpipe::find_typed_op<Describe>(batched.node()) == nullptr);  // std::vector<int>
+  dpipe::register_typed_op<Describe>(typeid(source.node()),
+                                     [](const dpipe::DataPipePtr&, int) { return std::string("the source class"); });
+  CHECK(dpipe::apply_typed_op<Describe>(source.ptr(), 1) == "the source class");
+  CHECK(dpipe::apply_typed_op<Describe>(source.shuffle().ptr(), 2) == "shuffle of int 2");
+}
+
+TEST_CASE("typed ops: every iter node has a placeholder and an encoder when its type has a Serializer",
+          "[core][typed_op]") {
+  struct Opaque {
+    std::unique_ptr<int> value;
+  };
+  auto ints = iter::from({1, 2});
+  auto opaque = ints.map([](int x) { return Opaque{std::make_unique<int>(x)}; });
+  const auto placeholder = dpipe::apply_typed_op<dpipe::ops::Placeholder>(opaque.ptr());
+  CHECK(placeholder->name() == "placeholder");
+  CHECK(placeholder->element_type() == opaque.node().element_type());
+  CHECK(dpipe::find_typed_op<dpipe::ops::Encode>(ints.node()) != nullptr);
+  CHECK(dpipe::find_typed_op<dpipe::ops::Decode>(ints.node()) != nullptr);
+  CHECK(dpipe::find_typed_op<dpipe::ops::Encode>(opaque.node()) == nullptr);
+  CHECK(dpipe::find_typed_op<dpipe::ops::Decode>(opaque.node()) == nullptr);
 }
 
 TEST_CASE("Logging: DPIPE_LOG_LEVEL names spdlog's levels", "[core][logging]") {

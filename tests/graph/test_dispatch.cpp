@@ -58,7 +58,9 @@ struct Fixture {
   }
 
   /// Replaces `x` by a placeholder (torchdata's _DummyIterDataPipe).
-  void dummy(const DataPipePtr& x) { graph = graph::replace_dp(graph, x, x->make_placeholder()); }
+  void dummy(const DataPipePtr& x) {
+    graph = graph::replace_dp(graph, x, dpipe::apply_typed_op<dpipe::ops::Placeholder>(x));
+  }
 
   std::string lca() const {
     const auto found = graph::find_lca_round_robin_sharding_dp(graph);
@@ -207,7 +209,7 @@ TEST_CASE("find_replicable_branches: a non-replicable tail leaves the whole grap
 
 TEST_CASE("placeholder: stands in for a node and cannot be iterated", "[graph][dispatch]") {
   auto pipe = iter::from(range(3));
-  auto placeholder = graph::as_iter<int>(pipe.node().make_placeholder());
+  auto placeholder = graph::as_iter<int>(dpipe::apply_typed_op<dpipe::ops::Placeholder>(pipe.ptr()));
   CHECK(placeholder.node().name() == "placeholder");
   CHECK_THROWS_MATCHES(
       *placeholder.begin(), dpipe::UsageError,

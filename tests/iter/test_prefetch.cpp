@@ -82,24 +82,25 @@ TEST_CASE("prefetch: reads at most buffer_size ahead", "[iter][prefetch][concurr
                   .prefetch(5);
   auto it = pipe.begin();
   CHECK(*it == 0);
-  pipe.node().pause();  // joins the producer: its count is final
+  pipe.node().stop_background();  // joins the producer: its count is final
   // One handed out, up to five buffered.
   CHECK(produced.load() <= 6);
   CHECK(produced.load() >= 1);
-  pipe.node().resume();
+  pipe.node().start_background();
   int expected = 0;
   for (; it != pipe.end(); ++it) CHECK(*it == expected++);
   CHECK(expected == 100);
 }
 
-TEST_CASE("prefetch: pause keeps what was read ahead / resume continues", "[iter][prefetch][concurrency]") {
+TEST_CASE("prefetch: stopping the thread keeps what was read ahead / restarting continues",
+          "[iter][prefetch][concurrency]") {
   auto pipe = iter::from(range(30)).prefetch(8);
   auto it = pipe.begin();
   for (int i = 0; i < 10; ++i) ++it;
-  pipe.node().pause();
-  pipe.node().pause();  // idempotent
-  pipe.node().resume();
-  pipe.node().resume();
+  pipe.node().stop_background();
+  pipe.node().stop_background();  // idempotent
+  pipe.node().start_background();
+  pipe.node().start_background();
   std::vector<int> rest;
   for (; it != pipe.end(); ++it) rest.push_back(*it);
   std::vector<int> expected(20);

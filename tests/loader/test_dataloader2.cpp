@@ -264,7 +264,7 @@ TEST_CASE("Adapters: Shuffle switches shuffles / or appends one with torchdata's
 class FirstN final : public dpipe::Adapter {
  public:
   explicit FirstN(std::size_t count) : count_(count) {}
-  dpipe::DataPipePtr operator()(dpipe::DataPipePtr root, const dpipe::AdapterContext& /*context*/) override {
+  dpipe::DataPipePtr operator()(dpipe::DataPipePtr root) override {
     return dpipe::graph::as_iter<int>(root).header(count_).ptr();
   }
 

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
+#include "support/corruption.hpp"
 #include "support/loader.hpp"
 #include "support/loader_fuzz.hpp"
 
@@ -19,6 +20,7 @@ using dpipe::DataLoader2;
 using dpipe::MultiProcessingOptions;
 using dpipe::MultiProcessingReadingService;
 using dpipe::testing::epoch;
+using dpipe::testing::mix;
 using dpipe::testing::range;
 using dpipe::testing::workers;
 using Batch = std::vector<int>;
@@ -27,11 +29,6 @@ using Batch = std::vector<int>;
 int g_replay_guard = -1;
 
 enum class Spread { kShardingFilter, kDispatch, kMixed };
-
-/// a * factor + b, wrapping instead of overflowing: the fuzz test restores hostile element values.
-int mix(int a, unsigned factor, int b) {
-  return static_cast<int>(static_cast<unsigned>(a) * factor + static_cast<unsigned>(b));
-}
 
 /// kMixed runs threadpool_map, fork + zip and prefetch inside each worker, as the in-process sweep
 /// of test_checkpoint.cpp does.

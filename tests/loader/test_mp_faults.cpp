@@ -219,11 +219,12 @@ TEST_CASE("MP faults: shutdown mid-epoch / after an epoch / while paused never h
     for (int scenario = 0; scenario < 3; ++scenario) {
       INFO((dispatch ? "with" : "without") << " a dispatching process, scenario " << scenario);
       auto source = iter::from(range(1000));
-      auto pipe = dispatch
-                      ? source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing).map([](int x) {
-                          return x;
-                        })
-                      : source.sharding_filter().map([](int x) { return x; });
+      const dpipe::IterPipe<int> pipe =
+          dispatch ? dpipe::IterPipe<int>(
+                         source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing).map([](int x) {
+                           return x;
+                         }))
+                   : dpipe::IterPipe<int>(source.sharding_filter().map([](int x) { return x; }));
       std::vector<pid_t> pids;
       {
         DataLoader2<int> loader(pipe, workers(2));

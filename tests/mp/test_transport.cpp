@@ -13,10 +13,12 @@
 #include <catch2/catch.hpp>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/state.hpp>
 
-#include "mp/protocol.hpp"
-#include "mp/record_merge.hpp"
-#include "mp/ring_sink.hpp"
+#include "reading_service/multiprocessing/protocol.hpp"
+#include "reading_service/multiprocessing/transport/error_report.hpp"
+#include "reading_service/multiprocessing/transport/record_merge.hpp"
+#include "reading_service/multiprocessing/transport/ring_sink.hpp"
 
 namespace {
 
@@ -25,12 +27,12 @@ using dpipe::detail::mp::Endpoint;
 using dpipe::detail::mp::ErrorReport;
 using dpipe::detail::mp::Liveness;
 using dpipe::detail::mp::marker_payload;
-using dpipe::detail::mp::MergeInput;
 using dpipe::detail::mp::RecordKind;
 using dpipe::detail::mp::RecordMerge;
 using dpipe::detail::mp::RingHeader;
 using dpipe::detail::mp::RingMemory;
 using dpipe::detail::mp::RingSink;
+using dpipe::detail::mp::StreamLink;
 
 /// Threads never die here.
 struct AlwaysAlive final : Liveness {
@@ -91,7 +93,7 @@ TEST_CASE("transport: a small ring carries elements of every size in order / lon
     for (std::size_t i = 0; i < kCount; ++i) write_element(sink, pattern(size_of(i), i));
     sink.write_record(RecordKind::kEnd, {});
   });
-  std::vector<MergeInput> inputs{MergeInput{ring.memory(), &producer->bell(), nullptr, "producer"}};
+  std::vector<StreamLink> inputs{StreamLink{ring.memory(), &producer->bell(), nullptr, "producer"}};
   AlwaysAlive alive;
   RecordMerge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
                     [] { return std::uint64_t{1}; });
@@ -206,9 +208,9 @@ TEST_CASE("transport: the merge takes the writers in turn and skips those that e
         sink.write_record(RecordKind::kEnd, {});
       }));
     }
-    std::vector<MergeInput> inputs;
+    std::vector<StreamLink> inputs;
     for (std::size_t w = 0; w < rings.size(); ++w) {
-      inputs.push_back(MergeInput{rings[w]->memory(), &producers[w]->bell(), nullptr, "writer " + std::to_string(w)});
+      inputs.push_back(StreamLink{rings[w]->memory(), &producers[w]->bell(), nullptr, "writer " + std::to_string(w)});
     }
     AlwaysAlive alive;
     RecordMerge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
@@ -242,8 +244,8 @@ TEST_CASE("transport: records of an older epoch are dropped / an error follows w
                       dpipe::to_bytes(ErrorReport{"worker process 1", "std::out_of_range", "index 7"}));
   });
   AlwaysAlive alive;
-  RecordMerge merge({MergeInput{first.memory(), &stale.bell(), nullptr, "worker process 0"},
-                     MergeInput{second.memory(), &failing.bell(), nullptr, "worker process 1"}},
+  RecordMerge merge({StreamLink{first.memory(), &stale.bell(), nullptr, "worker process 0"},
+                     StreamLink{second.memory(), &failing.bell(), nullptr, "worker process 1"}},
                     Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
   merge.reset();
   std::vector<std::int64_t> got;
@@ -261,7 +263,7 @@ TEST_CASE("transport: a drained merge saves what it holds / and a fresh one cont
   TestRing ring_a(4096);
   TestRing ring_b(4096);
   Bell reader_bell;
-  std::vector<std::byte> state;
+  dpipe::StateStore state;
   {
     Producer a(ring_a, reader_bell, [](RingSink& sink) {
       sink.write_record(RecordKind::kResetAck, marker_payload(1));
@@ -276,27 +278,27 @@ TEST_CASE("transport: a drained merge saves what it holds / and a fresh one cont
     });
     AlwaysAlive alive;
     RecordMerge merge(
-        {MergeInput{ring_a.memory(), &a.bell(), nullptr, "a"}, MergeInput{ring_b.memory(), &b.bell(), nullptr, "b"}},
+        {StreamLink{ring_a.memory(), &a.bell(), nullptr, "a"}, StreamLink{ring_b.memory(), &b.bell(), nullptr, "b"}},
         Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
     merge.reset();
     CHECK(as_int(*merge.next()) == 0);
     CHECK(as_int(*merge.next()) == 100);
     CHECK(as_int(*merge.next()) == 1);
-    std::vector<std::byte> running;
-    dpipe::ByteWriter running_writer(running);
+    dpipe::StateStore running;
+    dpipe::StateWriter running_writer(running, "merge");
     CHECK_THROWS_AS(merge.save_state(running_writer), dpipe::StateError);  // not drained
     merge.drain_until_paused(9);
-    dpipe::ByteWriter writer(state);
+    dpipe::StateWriter writer(state, "merge");
     merge.save_state(writer);
   }
   TestRing empty(4096);
   Bell writer_bell;
   AlwaysAlive alive;
   RecordMerge restored(
-      {MergeInput{empty.memory(), &writer_bell, nullptr, "a"}, MergeInput{empty.memory(), &writer_bell, nullptr, "b"}},
+      {StreamLink{empty.memory(), &writer_bell, nullptr, "a"}, StreamLink{empty.memory(), &writer_bell, nullptr, "b"}},
       Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
-  dpipe::ByteReader reader(state);
-  restored.load_state(reader);
+  restored.load_state(dpipe::StateReader(state, "merge"));
+  CHECK(state.unread("").empty());
   std::vector<std::int64_t> rest;
   for (int i = 0; i < 6; ++i) rest.push_back(as_int(*restored.next()));
   CHECK(rest == std::vector<std::int64_t>{101, 2, 102, 3, 4, 5});

@@ -1,6 +1,6 @@
 #pragma once
-// Feeds hostile checkpoints to fresh loaders: body corruptions behind valid checksums at every
-// nesting level (see corruption.hpp).
+// Feeds hostile checkpoints to fresh loaders: corruptions of the fields behind a valid checksum (see
+// corruption.hpp).
 
 #include <cstdint>
 #include <random>
@@ -27,7 +27,7 @@ FuzzOutcome fuzz_resealed(const std::vector<std::byte>& blob, std::uint64_t seed
   std::mt19937_64 random(seed);
   FuzzOutcome outcome;
   for (int round = 0; round < rounds; ++round) {
-    const auto bytes = corrupt_nested_resealed(blob, random);
+    const auto bytes = corrupt_resealed(blob, random);
     auto target = make();
     try {
       target.load_state_dict(bytes);

@@ -25,12 +25,12 @@ class RecordingService final : public ReadingService<RecordingService, Checkpoin
   }
   void finalize_iteration() override { record("finalize_iteration"); }
   void finalize() override { record("finalize"); }
-  std::vector<std::byte> checkpoint() override {
+  void checkpoint(StateWriter& writer) override {
     record("checkpoint");
-    return to_bytes(name_);
+    writer.write("name", name_);
   }
-  DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) override {
-    record("restore(" + from_bytes<std::string>(state) + ")");
+  DataPipePtr restore(DataPipePtr graph, const StateReader& reader) override {
+    record("restore(" + reader.read<std::string>("name") + ")");
     return graph;
   }
 

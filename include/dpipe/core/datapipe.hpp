@@ -2,27 +2,25 @@
 /// \file
 /// DataPipe: the type-erased base of every node. The graph functions (dpipe::graph) see nodes only
 /// through this interface: a stable id, a short name, the input edges, replicability, a copy of
-/// the node's configuration for deep clones, and checkpoint state.
+/// the node's configuration for deep clones, background work, and checkpoint state. Operations
+/// that need a node's static type go through <dpipe/core/typed_op.hpp>; what a node can do beyond
+/// this interface, through the capability interfaces of <dpipe/core/capabilities.hpp>.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <typeindex>
 #include <vector>
-
-#include <dpipe/core/element_codec.hpp>
-#include <dpipe/serialization/serializer.hpp>
 
 namespace dpipe {
 
 class DataPipe;
+class StateWriter;
+class StateReader;
 /// Shared ownership of a node; graphs are DAGs of these.
 using DataPipePtr = std::shared_ptr<DataPipe>;
-
-/// Where a node's checkpoint state is written to and read from.
-using StateWriter = ByteWriter;
-using StateReader = ByteReader;
 
 /// What kind of element source a node is.
 enum class PipeKind {
@@ -76,6 +74,9 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   [[nodiscard]] virtual PipeKind kind() const noexcept = 0;
   /// The element type, e.g. "int" for an iter pipe, "std::size_t -> int" for a map pipe.
   [[nodiscard]] virtual std::string element_type() const = 0;
+  /// The element type as a key for typed operations: T for an iter pipe of T, std::pair<K, V> for
+  /// a map pipe, void for nodes that yield nothing themselves.
+  [[nodiscard]] virtual std::type_index element_type_index() const noexcept { return typeid(void); }
 
   /// Calls `visit` on each input edge, in declaration order. Every node implements this.
   virtual void for_each_input(const InputVisitor& visit) = 0;
@@ -101,32 +102,24 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   /// graph::clone() uses it and then points the copy's edges at cloned inputs.
   [[nodiscard]] virtual DataPipePtr clone_self() const = 0;
 
-  /// A node with this node's kind and element type that stands in for it (torchdata's
-  /// _DummyIterDataPipe): MultiProcessingReadingService replaces the dispatched branch with one,
-  /// then with a queue client. Iterating a placeholder throws UsageError.
-  [[nodiscard]] virtual DataPipePtr make_placeholder() const;
-  /// `prefetch(buffer_size)` on this node (an iter pipe), for reading services that only see the
-  /// type-erased graph.
-  [[nodiscard]] virtual DataPipePtr make_prefetch(std::size_t buffer_size);
-  /// An encoder reading this node (an iter pipe) for another process, or nullptr when its element
-  /// type has no dpipe::Serializer. See <dpipe/core/element_codec.hpp>.
-  [[nodiscard]] virtual std::unique_ptr<ElementEncoder> make_encoder();
-  /// A node named `name` yielding this node's element type decoded from `source`, or nullptr when
-  /// the element type has no dpipe::Serializer.
-  [[nodiscard]] virtual DataPipePtr make_decoder(std::shared_ptr<RecordSource> source, std::string name) const;
-
-  /// Writes the node's own iteration state (not its inputs': each node saves itself). Returns
-  /// false when the node does not support checkpoints (the default, for user nodes that do not
-  /// override it).
+  /// Whether the node keeps no iteration state of its own (map, batch, ...): its checkpoint holds
+  /// nothing for it, and a checkpoint restores into a graph that gained or lost such a node. The
+  /// default is false.
+  [[nodiscard]] virtual bool stateless() const noexcept { return false; }
+  /// Writes the node's own iteration state as named fields (not its inputs': each node saves
+  /// itself). Returns false when the node does not support checkpoints: the default, for user
+  /// nodes that override neither this nor stateless(); a stateless node writes nothing.
   [[nodiscard]] virtual bool save_state(StateWriter& writer) const;
-  /// Restores what save_state wrote, on a node built with the same configuration.
-  virtual void load_state(StateReader& reader);
+  /// Restores what save_state wrote, on a node built with the same configuration. The reader
+  /// refuses missing and corrupt fields with StateError.
+  virtual void load_state(const StateReader& reader);
 
-  /// Stops background work (threads) so that the graph's state can be read; the buffered elements
-  /// stay. Called root first. The default does nothing.
-  virtual void pause() {}
-  /// Restarts what pause() stopped. Called sources first. The default does nothing.
-  virtual void resume() {}
+  /// Stops the node's background work (its threads) so that its state can be read or the process
+  /// forked; the elements it buffered stay. graph::BackgroundStop calls it root first. The default
+  /// does nothing.
+  virtual void stop_background() {}
+  /// Restarts what stop_background() stopped. Called sources first. The default does nothing.
+  virtual void start_background() {}
 
  protected:
   explicit DataPipe(std::string name);
@@ -140,41 +133,8 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   bool replicable_ = true;
 };
 
-/// Sharding groups (torchdata's SHARDING_PRIORITIES). DEFAULT cannot be mixed with the others;
-/// DISTRIBUTED and MULTIPROCESSING combine into instance `worker + num_workers * rank`.
-enum class ShardingPriority : int { kDefault = 1, kDistributed = 2, kMultiprocessing = 3 };
-
-/// A node whose randomness the loader seeds each epoch (torchdata's `set_seed`).
-class RandomDataPipe {
- public:
-  virtual ~RandomDataPipe() = default;
-  /// Seeds the next iteration only; the iteration after it draws a fresh seed unless set again.
-  virtual void set_seed(std::uint64_t seed) = 0;
-};
-
-/// A random node that can become a pass-through (torchdata's `set_shuffle`).
-class ShufflingDataPipe : public RandomDataPipe {
- public:
-  virtual void set_shuffle(bool enabled) = 0;
-};
-
-/// A map node that can be turned into a threadpool_map with the same function and input.
-class ParallelizableMap {
- public:
-  virtual ~ParallelizableMap() = default;
-  /// A threadpool_map node reading this node's input with this node's function.
-  [[nodiscard]] virtual DataPipePtr to_threadpool_map(std::size_t threads, std::size_t max_in_flight) const = 0;
-};
-
-/// A node that keeps only its share of the stream (torchdata's `apply_sharding`).
-class ShardingDataPipe {
- public:
-  virtual ~ShardingDataPipe() = default;
-  virtual void apply_sharding(std::size_t num_instances, std::size_t instance_id, ShardingPriority group) = 0;
-};
-
 namespace detail {
-/// Marks placeholder nodes (see DataPipe::make_placeholder).
+/// Marks placeholder nodes (see ops::Placeholder).
 class PlaceholderTag {
  public:
   virtual ~PlaceholderTag() = default;

@@ -15,6 +15,9 @@
 
 namespace dpipe {
 
+class StateWriter;
+class StateReader;
+
 /// Receives encoded elements, one begin()/end() pair each. Thread-safety: one thread.
 class ElementSink {
  public:
@@ -45,9 +48,10 @@ class RecordSource {
   virtual std::optional<std::span<const std::byte>> next() = 0;
   /// Starts the stream of a new iteration.
   virtual void reset() = 0;
-  /// Checkpoints: what the source holds that the decoding node has not read yet.
-  virtual void save_state(ByteWriter& writer) const = 0;
-  virtual void load_state(ByteReader& reader) = 0;
+  /// Checkpoints: what the source holds that the decoding node has not read yet, as fields of the
+  /// decoding node.
+  virtual void save_state(StateWriter& writer) const = 0;
+  virtual void load_state(const StateReader& reader) = 0;
   /// Calls `visit` with the encoding of each element the last load_state() restored, so that the
   /// decoding node can refuse a checkpoint whose elements do not decode.
   virtual void for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const = 0;

@@ -10,14 +10,22 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <typeindex>
 #include <utility>
 #include <vector>
 
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/error.hpp>
 #include <dpipe/core/type_name.hpp>
 
 namespace dpipe {
+
+namespace detail {
+template <class T>
+void register_element_ops();
+}  // namespace detail
 
 /// What every stream node has regardless of its element type: starting iterations and the
 /// length. Thread-safety: one thread iterates a node at a time.
@@ -124,15 +132,11 @@ class IterDataPipe : public IterDataPipeBase {
     return produced;
   }
 
-  [[nodiscard]] DataPipePtr make_placeholder() const override;
-  /// Defined in <dpipe/iter/detail/prefetcher.hpp>, which this header includes at its end.
-  [[nodiscard]] DataPipePtr make_prefetch(std::size_t buffer_size) override;
-  /// Defined in <dpipe/iter/detail/element_channel.hpp>, which this header includes at its end.
-  [[nodiscard]] std::unique_ptr<ElementEncoder> make_encoder() override;
-  [[nodiscard]] DataPipePtr make_decoder(std::shared_ptr<RecordSource> source, std::string name) const override;
+  [[nodiscard]] std::type_index element_type_index() const noexcept final { return typeid(T); }
 
  protected:
-  explicit IterDataPipe(std::string name) : IterDataPipeBase(std::move(name)) {}
+  /// Also registers the element operations (<dpipe/core/element_ops.hpp>) for T.
+  explicit IterDataPipe(std::string name) : IterDataPipeBase(std::move(name)) { detail::register_element_ops<T>(); }
   IterDataPipe(const IterDataPipe&) = default;
 
   /// Produces the next element or std::nullopt at the end; after the end it keeps returning
@@ -152,31 +156,6 @@ class IterDataPipe : public IterDataPipeBase {
   }
 };
 
-namespace detail {
-
-/// Stands in for a node of element type T; see DataPipe::make_placeholder.
-template <class T>
-class Placeholder final : public IterDataPipe<T>, public PlaceholderTag {
- public:
-  static constexpr std::string_view kName = "placeholder";
-
-  Placeholder() : IterDataPipe<T>(std::string(kName)) {}
-  void for_each_input(const InputVisitor& /*visit*/) override {}
-  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Placeholder>(*this); }
-
- protected:
-  std::optional<T> next_impl() override {
-    DPIPE_THROW(UsageError, "{} stands in for a dispatched branch and cannot be iterated", this->label());
-  }
-};
-
-}  // namespace detail
-
-template <class T>
-DataPipePtr IterDataPipe<T>::make_placeholder() const {
-  return std::make_shared<detail::Placeholder<T>>();
-}
-
 /// A typed input edge. Thread-safety: used by the thread iterating the owning node.
 template <class T>
 class Input final : public InputSlot {
@@ -192,14 +171,22 @@ class Input final : public InputSlot {
 
   /// The next upstream element, or std::nullopt at its end.
   std::optional<T> next() {
-    check();
+    ensure_current();
     return node_->next();
   }
 
   /// Appends up to `n` upstream elements to `out`; fewer means the upstream ended.
   std::size_t pull(std::vector<T>& out, std::size_t n) {
-    check();
+    ensure_current();
     return node_->pull(out, n);
+  }
+
+  /// Throws UsageError when the upstream node started an iteration this edge did not (torchdata's
+  /// single-iterator rule). Reading through the edge checks it; code that reads the upstream node
+  /// by other means (a fused run of element-wise nodes) calls it itself.
+  void ensure_current() const {
+    if (iteration_ != node_->iteration()) [[unlikely]]
+      detail::throw_stale_iterator(*node_);
   }
 
   /// The upstream length, if known.
@@ -230,11 +217,6 @@ class Input final : public InputSlot {
   void rebind() noexcept override { iteration_ = node_->iteration(); }
 
  private:
-  void check() const {
-    if (iteration_ != node_->iteration()) [[unlikely]]
-      detail::throw_stale_iterator(*node_);
-  }
-
   std::shared_ptr<IterDataPipe<T>> node_;
   std::uint64_t iteration_ = 0;
 };
@@ -245,7 +227,5 @@ concept iter_datapipe = std::derived_from<P, IterDataPipe<typename P::value_type
 
 }  // namespace dpipe
 
-// The prefetch node, the element encoder and decoder, and the IterDataPipe<T> members that make
-// them, which every instantiation needs.
-#include <dpipe/iter/detail/element_channel.hpp>
-#include <dpipe/iter/detail/prefetcher.hpp>
+// The element operations every IterDataPipe<T> registers.
+#include <dpipe/core/detail/element_ops.hpp>

@@ -20,10 +20,12 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/collate.hpp>
+#include <dpipe/core/adaptor.hpp>
+#include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/concepts.hpp>
+#include <dpipe/core/detail/collate.hpp>
+#include <dpipe/core/detail/lazy_iterator.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
-#include <dpipe/core/lazy_iterator.hpp>
 
 namespace dpipe {
 
@@ -82,12 +84,13 @@ class IterPipe : public std::ranges::view_base {
 
   // --- composition: torchdata's functional names -----------------------------------------------
 
-  /// Applies `fn` to each element.
+  /// Applies `fn` to each element. Returns an IterPipe of fn's result (a handle that remembers the
+  /// run of maps and filters it ends, so that the run pulls as one loop: see iter/detail/fusion.hpp).
   template <map_fn<T> F>
-  [[nodiscard]] IterPipe<map_result_t<F, T>> map(F fn) const;
-  /// Keeps the elements for which `pred` is true.
+  [[nodiscard]] auto map(F fn) const;
+  /// Keeps the elements for which `pred` is true. Returns an IterPipe<T> (as map does).
   template <filter_fn<T> F>
-  [[nodiscard]] IterPipe<T> filter(F pred) const;
+  [[nodiscard]] auto filter(F pred) const;
   /// Applies `fn` to each element and yields the elements of the range it returns.
   template <flatmap_fn<T> F>
   [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn) const;
@@ -116,12 +119,12 @@ class IterPipe : public std::ranges::view_base {
   template <class... Us>
   [[nodiscard]] IterPipe<std::tuple<T, Us...>> zip(const IterPipe<Us>&... others) const;
   /// Yields this pipe's elements, then each of `others`'.
-  template <class... Ps>
-  requires(std::same_as<Ps, IterPipe<T>>&&...) [[nodiscard]] IterPipe<T> concat(const Ps&... others) const;
+  template <std::convertible_to<IterPipe<T>>... Ps>
+  [[nodiscard]] IterPipe<T> concat(const Ps&... others) const;
   /// Yields one element from each input in turn; stops when the shortest is exhausted, dropping
   /// a partly collected round.
-  template <class... Ps>
-  requires(std::same_as<Ps, IterPipe<T>>&&...) [[nodiscard]] IterPipe<T> mux(const Ps&... others) const;
+  template <std::convertible_to<IterPipe<T>>... Ps>
+  [[nodiscard]] IterPipe<T> mux(const Ps&... others) const;
   /// `n` pipes that each yield every element; a child may run ahead of the slowest by at most
   /// `buffer_size` elements.
   template <class U = T>
@@ -157,8 +160,8 @@ class IterPipe : public std::ranges::view_base {
   [[nodiscard]] IterPipe<std::tuple<T, Us...>> zip_longest(std::tuple<T, Us...> fill,
                                                            const IterPipe<Us>&... others) const;
   /// One element from each input in turn, skipping exhausted inputs, until all are exhausted.
-  template <class... Ps>
-  requires(std::same_as<Ps, IterPipe<T>>&&...) [[nodiscard]] IterPipe<T> mux_longest(const Ps&... others) const;
+  template <std::convertible_to<IterPipe<T>>... Ps>
+  [[nodiscard]] IterPipe<T> mux_longest(const Ps&... others) const;
   /// One pipe per tuple element (torchdata's UnZipper over a fork buffer).
   template <class U = T>
   requires is_tuple_like<U>
@@ -244,23 +247,18 @@ template <class Node, class... Args>
   return IterPipe<typename Node::value_type>(std::make_shared<Node>(std::forward<Args>(args)...));
 }
 
-/// A `|` adaptor: `pipe | adaptor` is `adaptor.fn(pipe)`. Built-in adaptors live in dpipe::iter
-/// and dpipe::map; iter::make<Node>(args...) makes one for a user node.
-template <class Fn>
-struct PipeAdaptor {
-  Fn fn;
-};
-
-template <class T, class Fn>
-requires std::invocable < const Fn&, const IterPipe<T>
-& > auto operator|(const IterPipe<T>& pipe, const PipeAdaptor<Fn>& adaptor) { return adaptor.fn(pipe); }
-
 namespace iter {
 
-/// `src | iter::make<Node>(args...)` builds `Node(src, args...)`: how user nodes join `|` chains.
+/// The `|` adaptor of a node class: `inline constexpr auto running_sum = iter::adaptor<RunningSum>;`
+/// makes `src | running_sum(args...)` build `RunningSum(src, args...)`, as built-in adaptors do.
+template <class Node>
+inline constexpr Adaptor adaptor{
+    [](const auto& source, const auto&... args) { return make_iter<Node>(source, args...); }};
+
+/// `src | iter::make<Node>(args...)` builds `Node(src, args...)`: adaptor<Node>, called at once.
 template <class Node, class... Args>
 [[nodiscard]] auto make(Args... args) {
-  return PipeAdaptor{[... args = std::move(args)](const auto& source) { return make_iter<Node>(source, args...); }};
+  return adaptor<Node>(std::move(args)...);
 }
 
 }  // namespace iter

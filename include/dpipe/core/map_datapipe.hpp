@@ -8,10 +8,12 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <typeindex>
 #include <utility>
 #include <vector>
 
 #include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/error.hpp>
 #include <dpipe/core/type_name.hpp>
 
 namespace dpipe {
@@ -25,6 +27,7 @@ class MapDataPipe : public DataPipe {
 
   [[nodiscard]] PipeKind kind() const noexcept final { return PipeKind::kMap; }
   [[nodiscard]] std::string element_type() const final { return type_name<K>() + " -> " + type_name<V>(); }
+  [[nodiscard]] std::type_index element_type_index() const noexcept final { return typeid(std::pair<K, V>); }
 
   /// The value at `key`; throws KeyError when there is none.
   V get(const K& key) { return get_impl(key); }
@@ -33,9 +36,8 @@ class MapDataPipe : public DataPipe {
   /// The keys, in the order to_iter() visits them by default.
   [[nodiscard]] std::vector<K> keys() const { return keys_impl(); }
 
-  /// Map nodes have no iteration state: saving writes nothing.
-  [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
-  void load_state(StateReader& /*reader*/) override {}
+  /// Map nodes have no iteration state.
+  [[nodiscard]] bool stateless() const noexcept override { return true; }
 
  protected:
   explicit MapDataPipe(std::string name) : DataPipe(std::move(name)) {}

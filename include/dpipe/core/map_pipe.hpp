@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include <dpipe/core/adaptor.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/map_datapipe.hpp>
@@ -78,8 +79,14 @@ template <class Node, class... Args>
       std::make_shared<Node>(std::forward<Args>(args)...));
 }
 
-template <class K, class V, class Fn>
-requires std::invocable < const Fn&, const MapPipe<K, V>
-& > auto operator|(const MapPipe<K, V>& pipe, const PipeAdaptor<Fn>& adaptor) { return adaptor.fn(pipe); }
+namespace map {
+
+/// The `|` adaptor of a map node class (see iter::adaptor): `src | adaptor<Node>(args...)` builds
+/// `Node(src, args...)`.
+template <class Node>
+inline constexpr Adaptor adaptor{
+    [](const auto& source, const auto&... args) { return make_map<Node>(source, args...); }};
+
+}  // namespace map
 
 }  // namespace dpipe

@@ -27,6 +27,15 @@ std::string tidy_type_name(std::string_view raw);
 /// The readable name of a mangled type name (a std::type_info::name()).
 std::string demangle(const char* mangled);
 
+/// The type name and the message of an exception (`what()`, or "(not a std::exception)").
+struct ExceptionDescription {
+  std::string type;
+  std::string message;
+};
+
+/// Describes the exception being handled; call inside a catch block.
+ExceptionDescription describe_current_exception();
+
 /// The type and message of the exception in `error`: "std::out_of_range: three".
 std::string describe(const std::exception_ptr& error);
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/random/seed_generator.hpp>
 

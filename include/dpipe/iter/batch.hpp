@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/checks.hpp>
+#include <dpipe/core/detail/checks.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -29,8 +29,7 @@ class Batcher final : public IterDataPipe<std::vector<T>> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Batcher>(*this); }
-  [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
-  void load_state(StateReader& /*reader*/) override {}
+  [[nodiscard]] bool stateless() const noexcept override { return true; }
 
   [[nodiscard]] std::size_t batch_size() const noexcept { return batch_size_; }
   [[nodiscard]] bool drop_last() const noexcept { return drop_last_; }

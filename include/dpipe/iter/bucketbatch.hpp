@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include <dpipe/core/checks.hpp>
+#include <dpipe/core/detail/checks.hpp>
 #include <dpipe/iter/batch.hpp>
 #include <dpipe/iter/flatmap.hpp>
 #include <dpipe/iter/in_batch_shuffle.hpp>

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input_list.hpp>
+#include <dpipe/core/detail/input_list.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
 namespace dpipe::iter {
@@ -26,13 +26,13 @@ class Concater final : public IterDataPipe<T> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Concater>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(current_);
-    writer.write(started_);
+    writer.write("input", std::uint64_t{current_});
+    writer.write("started", started_);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    current_ = reader.read<std::uint64_t>();
-    started_ = reader.read<bool>();
+  void load_state(const StateReader& reader) override {
+    current_ = reader.read<std::uint64_t>("input");
+    started_ = reader.read<bool>("started");
     if (current_ > sources_.size())
       DPIPE_THROW(StateError, "{}: saved input {} of {}", this->label(), current_, sources_.size());
   }
@@ -90,9 +90,10 @@ class Concater final : public IterDataPipe<T> {
 namespace dpipe {
 
 template <class T>
-template <class... Ps>
-requires(std::same_as<Ps, IterPipe<T>>&&...) IterPipe<T> IterPipe<T>::concat(const Ps&... others)
-const { return make_iter<iter::Concater<T>>(std::vector<IterPipe<T>>{*this, others...}); }
+template <std::convertible_to<IterPipe<T>>... Ps>
+IterPipe<T> IterPipe<T>::concat(const Ps&... others) const {
+  return make_iter<iter::Concater<T>>(std::vector<IterPipe<T>>{*this, others...});
+}
 
 }  // namespace dpipe
 

@@ -26,15 +26,15 @@ class Cycler final : public IterDataPipe<T> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Cycler>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(pass_);
-    writer.write(yielded_in_pass_);
-    writer.write(ended_);
+    writer.write("pass", std::uint64_t{pass_});
+    writer.write("yielded_in_pass", yielded_in_pass_);
+    writer.write("ended", ended_);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    pass_ = reader.read<std::uint64_t>();
-    yielded_in_pass_ = reader.read<bool>();
-    ended_ = reader.read<bool>();
+  void load_state(const StateReader& reader) override {
+    pass_ = reader.read<std::uint64_t>("pass");
+    yielded_in_pass_ = reader.read<bool>("yielded_in_pass");
+    ended_ = reader.read<bool>("ended");
   }
 
  protected:

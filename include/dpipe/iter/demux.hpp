@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/buffered_elements.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/logging.hpp>
-#include <dpipe/core/state.hpp>
 #include <dpipe/iter/detail/shared_buffer.hpp>
 
 namespace dpipe::iter {
@@ -48,7 +48,7 @@ class ClassifierRouter {
   }
   void restart() {}
   void save(StateWriter& /*writer*/) const {}
-  void load(StateReader& /*reader*/) {}
+  void load(const StateReader& /*reader*/) {}
   [[nodiscard]] std::optional<std::size_t> child_length(std::size_t /*child*/, std::size_t /*n*/,
                                                         std::optional<std::size_t> /*source_length*/) const {
     return std::nullopt;
@@ -69,8 +69,8 @@ class RoundRobinRouter {
     return static_cast<std::size_t>(next_++ % n);
   }
   void restart() { next_ = 0; }
-  void save(StateWriter& writer) const { writer.write(next_); }
-  void load(StateReader& reader) { next_ = reader.read<std::uint64_t>(); }
+  void save(StateWriter& writer) const { writer.write("next", next_); }
+  void load(const StateReader& reader) { next_ = reader.read<std::uint64_t>("next"); }
   [[nodiscard]] std::optional<std::size_t> child_length(std::size_t child, std::size_t n,
                                                         std::optional<std::size_t> source_length) const {
     if (!source_length) return std::nullopt;
@@ -135,19 +135,22 @@ class Demultiplexer final : public detail::SharedBuffer {
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     save_generations(writer);
-    writer.write(source_ended_);
+    writer.write("source_ended", source_ended_);
     router_.save(writer);
-    for (const auto& buffer : buffers_) detail::write_elements<T>(writer, *this, buffer);
+    for (std::size_t i = 0; i < buffers_.size(); ++i) {
+      detail::write_elements<T>(writer, "buffer" + std::to_string(i), *this, buffers_[i]);
+    }
     return true;
   }
 
-  void load_state(StateReader& reader) override {
+  void load_state(const StateReader& reader) override {
     load_generations(reader);
-    source_ended_ = reader.read<bool>();
+    source_ended_ = reader.read<bool>("source_ended");
     router_.load(reader);
     buffered_ = 0;
-    for (auto& buffer : buffers_) {
-      auto elements = detail::read_elements<T>(reader, *this);
+    for (std::size_t i = 0; i < buffers_.size(); ++i) {
+      auto& buffer = buffers_[i];
+      auto elements = detail::read_elements<T>(reader, "buffer" + std::to_string(i), *this);
       buffered_ += elements.size();
       buffer.assign(std::make_move_iterator(elements.begin()), std::make_move_iterator(elements.end()));
     }

@@ -28,10 +28,10 @@ class Enumerator final : public IterDataPipe<std::pair<std::int64_t, T>> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Enumerator>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(next_index_);
+    writer.write("next_index", next_index_);
     return true;
   }
-  void load_state(StateReader& reader) override { next_index_ = reader.read<std::int64_t>(); }
+  void load_state(const StateReader& reader) override { next_index_ = reader.read<std::int64_t>("next_index"); }
 
  protected:
   void reset_impl() override {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/functional.hpp>
+#include <dpipe/core/detail/functional.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/expanding.hpp>

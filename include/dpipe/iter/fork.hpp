@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/buffered_elements.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
 #include <dpipe/iter/detail/shared_buffer.hpp>
 
 namespace dpipe::iter {
@@ -77,25 +77,23 @@ class Forker final : public detail::SharedBuffer {
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     save_generations(writer);
-    writer.write_size(base_);
-    writer.write(positions_.size());
-    for (const auto position : positions_) writer.write_size(position);
-    writer.write(end_.has_value());
-    writer.write_size(end_.value_or(0));
-    detail::write_elements<T>(writer, *this, buffer_);
+    writer.write("base", std::uint64_t{base_});
+    writer.write("positions", std::vector<std::uint64_t>(positions_.begin(), positions_.end()));
+    writer.write("end", end_ ? std::optional<std::uint64_t>(*end_) : std::nullopt);
+    detail::write_elements<T>(writer, "buffer", *this, buffer_);
     return true;
   }
 
-  void load_state(StateReader& reader) override {
+  void load_state(const StateReader& reader) override {
     load_generations(reader);
-    base_ = reader.read<std::uint64_t>();
-    if (reader.read<std::size_t>() != positions_.size())
+    base_ = reader.read<std::uint64_t>("base");
+    const auto positions = reader.read<std::vector<std::uint64_t>>("positions");
+    if (positions.size() != positions_.size())
       DPIPE_THROW(StateError, "{}: the state is for another number of children", label());
-    for (auto& position : positions_) position = reader.read<std::uint64_t>();
-    const bool ended = reader.read<bool>();
-    const std::size_t end = reader.read<std::uint64_t>();
-    end_ = ended ? std::optional<std::size_t>(end) : std::nullopt;
-    auto elements = detail::read_elements<T>(reader, *this);
+    std::copy(positions.begin(), positions.end(), positions_.begin());
+    const auto end = reader.read<std::optional<std::uint64_t>>("end");
+    end_ = end ? std::optional<std::size_t>(*end) : std::nullopt;
+    auto elements = detail::read_elements<T>(reader, "buffer", *this);
     buffer_.assign(std::make_move_iterator(elements.begin()), std::make_move_iterator(elements.end()));
     const std::size_t fetched = base_ + buffer_.size();
     for (const auto position : positions_) {

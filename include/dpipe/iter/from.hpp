@@ -20,9 +20,10 @@
 #include <vector>
 
 #include <dpipe/core/concepts.hpp>
+#include <dpipe/core/detail/range_access.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/range_access.hpp>
+#include <dpipe/iter/detail/fusion.hpp>
 
 namespace dpipe::iter {
 
@@ -52,12 +53,12 @@ class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<IterableWrapper>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(position_);
+    writer.write("position", std::uint64_t{position_});
     return true;
   }
 
-  void load_state(StateReader& reader) override {
-    const std::size_t position = reader.read<std::uint64_t>();
+  void load_state(const StateReader& reader) override {
+    const std::size_t position = reader.read<std::uint64_t>("position");
     if constexpr (Access::kSized) {
       const auto size = static_cast<std::size_t>(Access::size(range()));
       if (position > size) {
@@ -163,21 +164,26 @@ class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
     position_ = count;
   }
 
+  template <class, class, class...>
+  friend class detail::FusedRunOf;  // a fused run reads the range itself
+
   Storage storage_;
   std::optional<Iterator> it_;
   std::size_t position_ = 0;
   bool iterated_ = false;
 };
 
-/// A source over `range` (see IterableWrapper).
+/// A source over `range` (see IterableWrapper). Returns an IterPipe<range_element_t<R>> (a handle
+/// whose maps and filters run as one loop with the source: see iter/detail/fusion.hpp).
 template <source_range R>
-[[nodiscard]] IterPipe<range_element_t<R>> from(R&& range) {
-  return make_iter<IterableWrapper<std::remove_cvref_t<R>>>(std::forward<R>(range));
+[[nodiscard]] auto from(R&& range) {
+  using Node = IterableWrapper<std::remove_cvref_t<R>>;
+  return detail::ElementwisePipe<Node, range_element_t<R>>(make_iter<Node>(std::forward<R>(range)));
 }
 
 /// A source over the listed values: `iter::from({1, 2, 3})`.
 template <element T>
-[[nodiscard]] IterPipe<T> from(std::initializer_list<T> values) {
+[[nodiscard]] auto from(std::initializer_list<T> values) {
   return from(std::vector<T>(values));
 }
 

@@ -29,8 +29,7 @@ class FullSync final : public IterDataPipe<T> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<FullSync>(*this); }
-  [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
-  void load_state(StateReader& /*reader*/) override {}
+  [[nodiscard]] bool stateless() const noexcept override { return true; }
 
   /// How long a rank waits for the others before failing.
   [[nodiscard]] std::chrono::seconds timeout() const noexcept { return timeout_; }

@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/buffered_elements.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
 
 namespace dpipe {
 
@@ -109,12 +109,13 @@ class Grouper final : public IterDataPipe<groupby_result_t<F, T, KeepKey>> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Grouper>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
+    writer.write("draining", draining_);
     if constexpr (serializable<K> && serializable<T>) {
-      writer.write(draining_);
-      writer.write_size(groups_.size());
+      ByteWriter out = writer.field("groups");
+      out.write_size(groups_.size());
       for (const auto& group : groups_) {
-        writer.write(group.key);
-        writer.write(group.elements);
+        out.write(group.key);
+        out.write(group.elements);
       }
       return true;
     } else {
@@ -123,28 +124,29 @@ class Grouper final : public IterDataPipe<groupby_result_t<F, T, KeepKey>> {
                     "{} buffers groups of keys {} and elements {}; both need a dpipe::Serializer to checkpoint it",
                     this->label(), type_name<K>(), type_name<T>());
       }
-      writer.write(draining_);
-      writer.write_size(0);
+      writer.field("groups").write_size(0);
       return true;
     }
   }
 
-  void load_state(StateReader& reader) override {
+  void load_state(const StateReader& reader) override {
     clear();
-    draining_ = reader.read<bool>();
-    const auto count = reader.read_count(1);
-    if constexpr (serializable<K> && serializable<T>) {
-      for (std::size_t i = 0; i < count; ++i) {
-        K key = reader.read<K>();
-        auto elements = reader.read<std::vector<T>>();
-        if (elements.empty() || index_.contains(key))
-          DPIPE_THROW(StateError, "{}: a saved group is empty or repeated", this->label());
-        buffered_ += elements.size();
-        index_.emplace(key, groups_.insert(groups_.end(), Group{std::move(key), std::move(elements)}));
+    draining_ = reader.read<bool>("draining");
+    reader.decode("groups", [&](ByteReader& in) {
+      const auto count = in.read_count(1);
+      if constexpr (serializable<K> && serializable<T>) {
+        for (std::size_t i = 0; i < count; ++i) {
+          K key = in.read<K>();
+          auto elements = in.read<std::vector<T>>();
+          if (elements.empty() || index_.contains(key))
+            DPIPE_THROW(StateError, "{}: a saved group is empty or repeated", this->label());
+          buffered_ += elements.size();
+          index_.emplace(key, groups_.insert(groups_.end(), Group{std::move(key), std::move(elements)}));
+        }
+      } else if (count != 0) {
+        DPIPE_THROW(StateError, "{}: the state holds groups of types without a dpipe::Serializer", this->label());
       }
-    } else if (count != 0) {
-      DPIPE_THROW(StateError, "{}: the state holds groups of types without a dpipe::Serializer", this->label());
-    }
+    });
     if (buffered_ > buffer_size_)
       DPIPE_THROW(StateError, "{}: the saved groups exceed buffer_size {}", this->label(), buffer_size_);
   }

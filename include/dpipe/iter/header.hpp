@@ -26,11 +26,11 @@ class Header final : public IterDataPipe<T> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Header>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(count_);
+    writer.write("count", std::uint64_t{count_});
     return true;
   }
-  void load_state(StateReader& reader) override {
-    count_ = reader.read<std::uint64_t>();
+  void load_state(const StateReader& reader) override {
+    count_ = reader.read<std::uint64_t>("count");
     if (count_ > limit_)
       DPIPE_THROW(StateError, "{}: saved count {} exceeds the limit {}", this->label(), count_, limit_);
   }

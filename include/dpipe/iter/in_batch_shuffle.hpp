@@ -34,15 +34,15 @@ class InBatchShuffler final : public IterDataPipe<std::vector<E>>, public Shuffl
   [[nodiscard]] std::optional<std::uint64_t> pending_seed() const noexcept { return pending_seed_; }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(enabled_);
-    writer.write(pending_seed_);
-    writer.write(rng_);
+    writer.write("enabled", enabled_);
+    writer.write("pending_seed", pending_seed_);
+    writer.write("rng", rng_);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    enabled_ = reader.read<bool>();
-    pending_seed_ = reader.read<std::optional<std::uint64_t>>();
-    rng_ = reader.read<PythonRandom>();
+  void load_state(const StateReader& reader) override {
+    enabled_ = reader.read<bool>("enabled");
+    pending_seed_ = reader.read<std::optional<std::uint64_t>>("pending_seed");
+    rng_ = reader.read<PythonRandom>("rng");
   }
 
  protected:

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/buffered_elements.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
 
 namespace dpipe::iter {
 
@@ -37,23 +37,23 @@ class InMemoryCacheHolder final : public IterDataPipe<T> {
   [[nodiscard]] bool cached() const noexcept { return cached_; }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(cached_);
-    writer.write_size(dropped_);
-    detail::write_elements<T>(writer, *this, cache_);
-    writer.write(static_cast<std::uint8_t>(phase_));
-    writer.write_size(position_);
-    writer.write_size(gathering_dropped_);
-    detail::write_elements<T>(writer, *this, gathering_);
+    writer.write("cached", cached_);
+    writer.write("dropped", std::uint64_t{dropped_});
+    detail::write_elements<T>(writer, "cache", *this, cache_);
+    writer.write("phase", static_cast<std::uint8_t>(phase_));
+    writer.write("position", std::uint64_t{position_});
+    writer.write("gathering_dropped", std::uint64_t{gathering_dropped_});
+    detail::write_elements<T>(writer, "gathering", *this, gathering_);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    cached_ = reader.read<bool>();
-    dropped_ = reader.read<std::uint64_t>();
-    auto cache = detail::read_elements<T>(reader, *this);
-    const auto phase = reader.read<std::uint8_t>();
-    position_ = reader.read<std::uint64_t>();
-    gathering_dropped_ = reader.read<std::uint64_t>();
-    auto gathering = detail::read_elements<T>(reader, *this);
+  void load_state(const StateReader& reader) override {
+    cached_ = reader.read<bool>("cached");
+    dropped_ = reader.read<std::uint64_t>("dropped");
+    auto cache = detail::read_elements<T>(reader, "cache", *this);
+    const auto phase = reader.read<std::uint8_t>("phase");
+    position_ = reader.read<std::uint64_t>("position");
+    gathering_dropped_ = reader.read<std::uint64_t>("gathering_dropped");
+    auto gathering = detail::read_elements<T>(reader, "gathering", *this);
     if (phase > static_cast<std::uint8_t>(Phase::kFromCache) || position_ > dropped_ + cache.size()) {
       DPIPE_THROW(StateError, "{}: the saved cache position is inconsistent", this->label());
     }

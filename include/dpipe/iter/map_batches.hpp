@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/checks.hpp>
+#include <dpipe/core/detail/checks.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/expanding.hpp>

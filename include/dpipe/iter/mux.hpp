@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input_list.hpp>
+#include <dpipe/core/detail/input_list.hpp>
+#include <dpipe/core/detail/pending.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/pending.hpp>
 
 namespace dpipe::iter {
 
@@ -27,13 +27,13 @@ class Multiplexer final : public IterDataPipe<T> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Multiplexer>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(ended_);
-    round_.save(writer, *this);
+    writer.write("ended", ended_);
+    round_.save(writer, "round", *this);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    ended_ = reader.read<bool>();
-    round_.load(reader, *this);
+  void load_state(const StateReader& reader) override {
+    ended_ = reader.read<bool>("ended");
+    round_.load(reader, "round", *this);
   }
 
  protected:
@@ -80,9 +80,10 @@ class Multiplexer final : public IterDataPipe<T> {
 namespace dpipe {
 
 template <class T>
-template <class... Ps>
-requires(std::same_as<Ps, IterPipe<T>>&&...) IterPipe<T> IterPipe<T>::mux(const Ps&... others)
-const { return make_iter<iter::Multiplexer<T>>(std::vector<IterPipe<T>>{*this, others...}); }
+template <std::convertible_to<IterPipe<T>>... Ps>
+IterPipe<T> IterPipe<T>::mux(const Ps&... others) const {
+  return make_iter<iter::Multiplexer<T>>(std::vector<IterPipe<T>>{*this, others...});
+}
 
 }  // namespace dpipe
 

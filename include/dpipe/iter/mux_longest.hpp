@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input_list.hpp>
+#include <dpipe/core/detail/input_list.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
 namespace dpipe::iter {
@@ -28,13 +28,13 @@ class MultiplexerLongest final : public IterDataPipe<T> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<MultiplexerLongest>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(next_);
-    writer.write(exhausted_);
+    writer.write("next", std::uint64_t{next_});
+    writer.write("exhausted", exhausted_);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    next_ = reader.read<std::uint64_t>();
-    auto exhausted = reader.read<std::vector<bool>>();
+  void load_state(const StateReader& reader) override {
+    next_ = reader.read<std::uint64_t>("next");
+    auto exhausted = reader.read<std::vector<bool>>("exhausted");
     if (exhausted.size() != sources_.size() || next_ >= std::max<std::size_t>(sources_.size(), 1)) {
       DPIPE_THROW(StateError, "{}: the saved state is for another number of inputs", this->label());
     }
@@ -72,9 +72,10 @@ class MultiplexerLongest final : public IterDataPipe<T> {
 namespace dpipe {
 
 template <class T>
-template <class... Ps>
-requires(std::same_as<Ps, IterPipe<T>>&&...) IterPipe<T> IterPipe<T>::mux_longest(const Ps&... others)
-const { return make_iter<iter::MultiplexerLongest<T>>(std::vector<IterPipe<T>>{*this, others...}); }
+template <std::convertible_to<IterPipe<T>>... Ps>
+IterPipe<T> IterPipe<T>::mux_longest(const Ps&... others) const {
+  return make_iter<iter::MultiplexerLongest<T>>(std::vector<IterPipe<T>>{*this, others...});
+}
 
 }  // namespace dpipe
 

@@ -100,23 +100,26 @@ class RandomSplitter final : public DataPipe {
   }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(seed_);
-    writer.write(rng_);
-    writer.write(weights_);
-    writer.write_size(remaining_);
-    for (const auto run : child_runs_) writer.write(run == run_ && run_ != 0);
+    writer.write("seed", seed_);
+    writer.write("rng", rng_);
+    writer.write("weights", weights_);
+    writer.write("remaining", std::uint64_t{remaining_});
+    std::vector<bool> in_run;
+    for (const auto run : child_runs_) in_run.push_back(run == run_ && run_ != 0);
+    writer.write("children_in_run", in_run);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    seed_ = reader.read<std::uint64_t>();
-    rng_ = reader.read<PythonRandom>();
-    auto weights = reader.read<std::vector<double>>();
-    if (weights.size() != keys_.size())
+  void load_state(const StateReader& reader) override {
+    seed_ = reader.read<std::uint64_t>("seed");
+    rng_ = reader.read<PythonRandom>("rng");
+    auto weights = reader.read<std::vector<double>>("weights");
+    const auto in_run = reader.read<std::vector<bool>>("children_in_run");
+    if (weights.size() != keys_.size() || in_run.size() != child_runs_.size())
       DPIPE_THROW(StateError, "{}: the state is for another number of splits", label());
     weights_ = std::move(weights);
-    remaining_ = reader.read<std::uint64_t>();
+    remaining_ = reader.read<std::uint64_t>("remaining");
     run_ = 1;
-    for (auto& run : child_runs_) run = reader.read<bool>() ? 1 : 0;
+    for (std::size_t i = 0; i < child_runs_.size(); ++i) child_runs_[i] = in_run[i] ? 1 : 0;
   }
 
  private:

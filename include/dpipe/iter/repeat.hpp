@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
+#include <dpipe/core/detail/buffered_elements.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
 
 namespace dpipe::iter {
 
@@ -28,15 +28,15 @@ class Repeater final : public IterDataPipe<T> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Repeater>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(left_);
+    writer.write("left", std::uint64_t{left_});
     std::vector<T> current;
     if (current_) current.push_back(*current_);
-    detail::write_elements<T>(writer, *this, current);
+    detail::write_elements<T>(writer, "current", *this, current);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    left_ = reader.read<std::uint64_t>();
-    auto current = detail::read_elements<T>(reader, *this);
+  void load_state(const StateReader& reader) override {
+    left_ = reader.read<std::uint64_t>("left");
+    auto current = detail::read_elements<T>(reader, "current", *this);
     if (current.size() > 1 || left_ >= times_ || (left_ > 0) != (current.size() == 1)) {
       DPIPE_THROW(StateError, "{}: the saved repetition state is inconsistent", this->label());
     }

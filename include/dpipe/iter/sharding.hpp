@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/compact.hpp>
+#include <dpipe/core/detail/compact.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -60,10 +60,10 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
   [[nodiscard]] std::size_t instance_id() const noexcept { return settings_.instance_id(); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(index_);
+    writer.write("index", std::uint64_t{index_});
     return true;
   }
-  void load_state(StateReader& reader) override { index_ = reader.read<std::uint64_t>(); }
+  void load_state(const StateReader& reader) override { index_ = reader.read<std::uint64_t>("index"); }
 
  protected:
   void reset_impl() override {
@@ -136,8 +136,7 @@ class ShardingRoundRobinDispatcher final : public IterDataPipe<T>, public dpipe:
   [[nodiscard]] DataPipePtr clone_self() const override {
     return std::make_shared<ShardingRoundRobinDispatcher>(*this);
   }
-  [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
-  void load_state(StateReader& /*reader*/) override {}
+  [[nodiscard]] bool stateless() const noexcept override { return true; }
 
  protected:
   std::optional<T> next_impl() override { return source_.next(); }

@@ -12,9 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/capabilities.hpp>
+#include <dpipe/core/detail/buffered_elements.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
+#include <dpipe/core/typed_op.hpp>
 #include <dpipe/iter/detail/drain_order.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>
@@ -42,25 +44,25 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
   [[nodiscard]] std::size_t buffer_size() const noexcept { return buffer_size_; }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(enabled_);
-    writer.write(pending_seed_);
-    writer.write(draining_);
-    writer.write(rng_);
+    writer.write("enabled", enabled_);
+    writer.write("pending_seed", pending_seed_);
+    writer.write("draining", draining_);
+    writer.write("rng", rng_);
     // The buffer in its current order (without the positions already drained).
     std::vector<std::size_t> kept;
     for (std::size_t i = 0; i < buffer_.size(); ++i) {
       if (!draining_ || !drain_.taken(i)) kept.push_back(i);
     }
-    detail::write_elements<T>(writer, *this,
+    detail::write_elements<T>(writer, "buffer", *this,
                               std::views::transform(kept, [this](std::size_t i) -> const T& { return buffer_[i]; }));
     return true;
   }
-  void load_state(StateReader& reader) override {
-    enabled_ = reader.read<bool>();
-    pending_seed_ = reader.read<std::optional<std::uint64_t>>();
-    draining_ = reader.read<bool>();
-    rng_ = reader.read<PythonRandom>();
-    buffer_ = detail::read_elements<T>(reader, *this);
+  void load_state(const StateReader& reader) override {
+    enabled_ = reader.read<bool>("enabled");
+    pending_seed_ = reader.read<std::optional<std::uint64_t>>("pending_seed");
+    draining_ = reader.read<bool>("draining");
+    rng_ = reader.read<PythonRandom>("rng");
+    buffer_ = detail::read_elements<T>(reader, "buffer", *this);
     if (buffer_.size() > buffer_size_) {
       DPIPE_THROW(StateError, "{}: the saved buffer holds {} elements, more than buffer_size {}", this->label(),
                   buffer_.size(), buffer_size_);
@@ -157,9 +159,23 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
   std::vector<T> staging_;
 };
 
+/// Makes ops::AppendShuffle for element type T.
+template <class T>
+DataPipePtr append_shuffle(const DataPipePtr& node, std::size_t buffer_size) {
+  return std::make_shared<Shuffler<T>>(IterPipe<T>(std::static_pointer_cast<IterDataPipe<T>>(node)), buffer_size);
+}
+
 }  // namespace dpipe::iter
 
 namespace dpipe {
+
+namespace ops {
+/// `node.shuffle(buffer_size)` on an erased iter node (the Shuffle adapter appends one).
+struct AppendShuffle {
+  using Function = DataPipePtr(const DataPipePtr& node, std::size_t buffer_size);
+  static constexpr std::string_view kOperation = "shuffle";
+};
+}  // namespace ops
 
 template <class T>
 IterPipe<T> IterPipe<T>::shuffle(std::size_t buffer_size) const {

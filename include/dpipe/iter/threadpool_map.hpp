@@ -7,9 +7,10 @@
 /// the original exception (nested, see std::rethrow_if_nested). Each thread calls its own copy of
 /// fn. The source is read on the consumer's thread; the pool only runs fn.
 ///
-/// The threads start on first use and stop on pause() and on destruction; a new iteration or a
-/// pause waits for the elements in flight. Checkpoint state: the results computed and not yet
-/// handed out (saving pauses the node first, which waits for the elements in flight).
+/// The threads start on first use and stop on stop_background() and on destruction; a new
+/// iteration or a stop waits for the elements in flight. Checkpoint state: the results computed
+/// and not yet handed out (saving stops the node's threads first, which waits for the elements in
+/// flight).
 
 #include <algorithm>
 #include <cstdint>
@@ -19,20 +20,29 @@
 #include <optional>
 #include <ranges>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/buffered_elements.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/core/state.hpp>
-#include <dpipe/detail/concurrentqueue.hpp>
+#include <dpipe/core/typed_op.hpp>
+#include <dpipe/iter/detail/thread_pool.hpp>
 
 namespace dpipe {
 namespace detail {
 /// Throws ElementError for `error`, raised by `node`'s function on element `index`.
 [[noreturn]] void throw_element_error(const DataPipe& node, std::uint64_t index, std::exception_ptr error);
 }  // namespace detail
+
+namespace ops {
+/// A threadpool_map node with the function and the input of a map node (a reading service may
+/// parallelize the expensive maps of a graph it is given).
+struct ToThreadPoolMap {
+  using Function = DataPipePtr(const DataPipePtr& map_node, std::size_t threads, std::size_t max_in_flight);
+  static constexpr std::string_view kOperation = "to_threadpool_map";
+};
+}  // namespace ops
 
 namespace iter {
 
@@ -61,46 +71,56 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
         threads_(other.threads_),
         max_in_flight_(other.max_in_flight_) {}
 
-  ~ThreadPoolMapper() override { stop_threads(); }
+  ~ThreadPoolMapper() override { stop_background(); }
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<ThreadPoolMapper>(*this); }
 
   /// Waits for the elements in flight and stops the threads; the results stay.
-  void pause() override {
+  void stop_background() override {
     settle();
-    stop_threads();
+    if (pool_) pool_->stop();
   }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    detail::require_paused(in_flight_ != 0 || !workers_.empty(), *this);
-    writer.write(next_index_);
-    writer.write(source_ended_);
-    detail::write_outcome_values<U>(writer, *this, ready_,
-                                    [](const Result& result) -> const detail::Outcome<U>& { return result.outcome; });
+    detail::require_paused(pool_ && pool_->running(), *this);
+    writer.write("next_index", next_index_);
+    writer.write("source_ended", source_ended_);
+    for (const auto& task : tasks_) {
+      if (task->error) {
+        DPIPE_THROW(StateError, "{} holds a pending exception; a failed pipeline cannot be checkpointed",
+                    this->label());
+      }
+    }
+    detail::write_elements<U>(writer, "results", *this, std::views::transform(tasks_, [](const auto& task) -> const U& {
+                                return *task->output;
+                              }));
     return true;
   }
 
-  void load_state(StateReader& reader) override {
-    pause();
-    next_index_ = reader.read<std::uint64_t>();
-    source_ended_ = reader.read<bool>();
-    auto values = detail::read_elements<U>(reader, *this);
+  void load_state(const StateReader& reader) override {
+    stop_background();
+    next_index_ = reader.read<std::uint64_t>("next_index");
+    source_ended_ = reader.read<bool>("source_ended");
+    auto values = detail::read_elements<U>(reader, "results", *this);
     if (values.size() > max_in_flight_) {
       DPIPE_THROW(StateError, "{}: {} saved results exceed max_in_flight {}", this->label(), values.size(),
                   max_in_flight_);
     }
     if (values.size() > next_index_)
       DPIPE_THROW(StateError, "{}: more saved results than elements read", this->label());
-    ready_.clear();
+    tasks_.clear();
     std::uint64_t index = next_index_ - values.size();
-    for (auto& value : values) ready_.push_back(Result{index++, {std::move(value), nullptr}});
+    for (auto& value : values) {
+      tasks_.push_back(std::make_unique<Task>(fns_, index++, std::nullopt));
+      tasks_.back()->output.emplace(std::move(value));
+    }
   }
 
  protected:
   void reset_impl() override {
     settle();
-    ready_.clear();
+    tasks_.clear();
     next_index_ = 0;
     source_ended_ = false;
     source_.reset();
@@ -108,101 +128,72 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
 
   std::optional<U> next_impl() override {
     submit();
-    if (ready_.empty() && in_flight_ == 0) return std::nullopt;
-    if (ready_.empty()) collect_oldest();
-    Result result = std::move(ready_.front());
-    ready_.pop_front();
-    if (result.outcome.error) detail::throw_element_error(*this, result.index, result.outcome.error);
-    return std::move(result.outcome.value);
+    if (tasks_.empty()) return std::nullopt;
+    std::unique_ptr<Task> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    if (task->submitted) pool_->wait(*task);
+    if (task->error) detail::throw_element_error(*this, task->index, task->error);
+    return std::move(task->output);
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override { return source_.length(); }
 
  private:
-  /// One element on its way through the pool.
-  struct Task {
-    std::uint64_t index = 0;
+  /// One element on its way through the pool, then its result (a restored one never ran here).
+  struct Task final : detail::PoolTask {
+    Task(const std::vector<F>& fns, std::uint64_t position, std::optional<T> element)
+        : functions(&fns), index(position), input(std::move(element)) {}
+    void run(std::size_t thread) noexcept override {
+      try {
+        output.emplace((*functions)[thread](std::move(*input)));
+      } catch (...) {
+        error = std::current_exception();
+      }
+      input.reset();
+    }
+    const std::vector<F>* functions;
+    std::uint64_t index;
     std::optional<T> input;
     std::optional<U> output;
     std::exception_ptr error;
-    moodycamel::LightweightSemaphore done;
-  };
-
-  /// A result in order, not yet handed out.
-  struct Result {
-    std::uint64_t index = 0;
-    detail::Outcome<U> outcome;
+    bool submitted = false;
   };
 
   /// Reads elements from the source and hands them to the pool while there is room.
   void submit() {
-    while (!source_ended_ && in_flight_ + ready_.size() < max_in_flight_) {
+    while (!source_ended_ && tasks_.size() < max_in_flight_) {
       auto element = source_.next();
       if (!element) {
         source_ended_ = true;
         break;
       }
-      start_threads();
-      auto task = std::make_unique<Task>();
-      task->index = next_index_++;
-      task->input = std::move(element);
-      tasks_.enqueue(task.get());
-      flight_.push_back(std::move(task));
-      ++in_flight_;
+      if (!pool_) pool_ = std::make_unique<detail::ThreadPool>(threads_);
+      if (!pool_->running()) {  // each thread calls its own copy of fn
+        fns_.clear();
+        for (std::size_t i = 0; i < threads_; ++i) fns_.push_back(fn_);
+      }
+      tasks_.push_back(std::make_unique<Task>(fns_, next_index_++, std::move(element)));
+      tasks_.back()->submitted = true;
+      pool_->submit(*tasks_.back());
     }
   }
 
-  /// Waits for the oldest element in flight and moves its result to ready_.
-  void collect_oldest() {
-    std::unique_ptr<Task> task = std::move(flight_.front());
-    flight_.pop_front();
-    --in_flight_;
-    task->done.wait();
-    ready_.push_back(Result{task->index, {std::move(task->output), task->error}});
-  }
-
-  /// Waits for every element in flight (their results join ready_).
+  /// Waits for every element in flight: their results stay, in order.
   void settle() {
-    while (in_flight_ != 0) collect_oldest();
-  }
-
-  void start_threads() {
-    if (!workers_.empty()) return;
-    for (std::size_t i = 0; i < threads_; ++i) {
-      workers_.emplace_back([this, fn = fn_]() mutable {
-        while (true) {
-          Task* task = nullptr;
-          tasks_.wait_dequeue(task);
-          if (task == nullptr) return;  // stop
-          try {
-            task->output.emplace(fn(std::move(*task->input)));
-          } catch (...) {
-            task->error = std::current_exception();
-          }
-          task->input.reset();
-          task->done.signal();
-        }
-      });
+    for (auto& task : tasks_) {
+      if (!task->submitted) continue;
+      pool_->wait(*task);
+      task->submitted = false;
     }
-  }
-
-  /// Stops and joins the threads. REQUIRES: nothing in flight.
-  void stop_threads() {
-    settle();
-    for (std::size_t i = 0; i < workers_.size(); ++i) tasks_.enqueue(nullptr);
-    for (auto& worker : workers_) worker.join();
-    workers_.clear();
   }
 
   Input<T> source_;
   F fn_;
   std::size_t threads_;
   std::size_t max_in_flight_;
-  std::vector<std::thread> workers_;
-  moodycamel::BlockingConcurrentQueue<Task*> tasks_;
-  std::deque<std::unique_ptr<Task>> flight_;  // in input order
-  std::size_t in_flight_ = 0;
-  std::deque<Result> ready_;  // in input order
+  std::vector<F> fns_;  // one copy of fn_ per pool thread, made before the threads start
+  std::unique_ptr<detail::ThreadPool> pool_;
+  std::deque<std::unique_ptr<Task>> tasks_;  // taken from the source and not handed out, in input order
   std::uint64_t next_index_ = 0;
   bool source_ended_ = false;
 };
@@ -213,7 +204,7 @@ template <class T>
 template <map_fn<T> F>
 IterPipe<map_result_t<F, T>> IterPipe<T>::threadpool_map(F fn, std::optional<std::size_t> threads,
                                                          std::optional<std::size_t> max_in_flight) const {
-  const std::size_t pool = threads.value_or(std::max<std::size_t>(1, std::thread::hardware_concurrency()));
+  const std::size_t pool = threads.value_or(detail::hardware_threads());
   return make_iter<iter::ThreadPoolMapper<T, F>>(*this, std::move(fn), pool, max_in_flight.value_or(4 * pool));
 }
 

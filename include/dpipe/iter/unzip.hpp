@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/functional.hpp>
+#include <dpipe/core/detail/functional.hpp>
 #include <dpipe/iter/fork.hpp>
 
 namespace dpipe {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input_list.hpp>
+#include <dpipe/core/detail/input_list.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
 namespace dpipe::iter {
@@ -30,10 +30,10 @@ class Zipper final : public IterDataPipe<std::tuple<Ts...>> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Zipper>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(ended_);
+    writer.write("ended", ended_);
     return true;
   }
-  void load_state(StateReader& reader) override { ended_ = reader.read<bool>(); }
+  void load_state(const StateReader& reader) override { ended_ = reader.read<bool>("ended"); }
 
  protected:
   void reset_impl() override {

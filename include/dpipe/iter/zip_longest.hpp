@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/input_list.hpp>
+#include <dpipe/core/detail/input_list.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
 namespace dpipe::iter {
@@ -37,11 +37,11 @@ class ZipperLongest<std::tuple<Vs...>, Ts...> final : public IterDataPipe<std::t
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<ZipperLongest>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write(exhausted_);
+    writer.write("exhausted", exhausted_);
     return true;
   }
-  void load_state(StateReader& reader) override {
-    auto exhausted = reader.read<std::array<bool, sizeof...(Ts)>>();
+  void load_state(const StateReader& reader) override {
+    auto exhausted = reader.read<std::array<bool, sizeof...(Ts)>>("exhausted");
     exhausted_ = exhausted;
   }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <dpipe/core/checks.hpp>
+#include <dpipe/core/detail/checks.hpp>
 #include <dpipe/core/map_pipe.hpp>
 
 namespace dpipe::map {

@@ -37,19 +37,19 @@ class Shuffler final : public IterDataPipe<V>, public ShufflingDataPipe {
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     if constexpr (serializable<K>) {
-      writer.write(enabled_);
-      writer.write(pending_seed_);
-      writer.write(order_);
+      writer.write("enabled", enabled_);
+      writer.write("pending_seed", pending_seed_);
+      writer.write("order", order_);
       return true;
     } else {
       DPIPE_THROW(StateError, "{}: keys of type {} have no dpipe::Serializer", this->label(), type_name<K>());
     }
   }
-  void load_state(StateReader& reader) override {
+  void load_state(const StateReader& reader) override {
     if constexpr (serializable<K>) {
-      enabled_ = reader.read<bool>();
-      pending_seed_ = reader.read<std::optional<std::uint64_t>>();
-      order_ = reader.read<std::vector<K>>();
+      enabled_ = reader.read<bool>("enabled");
+      pending_seed_ = reader.read<std::optional<std::uint64_t>>("pending_seed");
+      order_ = reader.read<std::vector<K>>("order");
     }
   }
 

@@ -26,11 +26,11 @@ class MapToIterConverter final : public IterDataPipe<V> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<MapToIterConverter>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    writer.write_size(position_);
+    writer.write("position", std::uint64_t{position_});
     return true;
   }
-  void load_state(StateReader& reader) override {
-    position_ = reader.read<std::uint64_t>();
+  void load_state(const StateReader& reader) override {
+    position_ = reader.read<std::uint64_t>("position");
     if (position_ > keys().size())
       DPIPE_THROW(StateError, "{}: saved position {} is beyond {} keys", this->label(), position_, keys().size());
   }

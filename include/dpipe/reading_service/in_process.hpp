@@ -8,21 +8,25 @@
 /// root first).
 
 #include <cstddef>
-#include <functional>
+#include <memory>
 
 #include <dpipe/reading_service/reading_service.hpp>
 
 namespace dpipe {
 
+namespace graph {
+class BackgroundStop;
+}  // namespace graph
+
 class InProcessReadingService final : public ReadingService<InProcessReadingService> {
  public:
-  /// Called once with the graph and WorkerInfo{1, 0}; returns the graph to run.
-  using InitFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&)>;
-  /// Called every epoch, after seeding; returns the graph to run.
-  using ResetFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&, SeedGenerator&)>;
-
-  explicit InProcessReadingService(std::size_t prefetch_cnt = 0, InitFunction init_fn = {},
-                                   ResetFunction reset_fn = {});
+  /// `init_fn` gets the graph and WorkerInfo{1, 0} once; `reset_fn` every epoch, after seeding.
+  explicit InProcessReadingService(std::size_t prefetch_cnt = 0, WorkerInitFunction init_fn = {},
+                                   WorkerResetFunction reset_fn = {});
+  /// Copies the configuration; the copy is not initialized.
+  InProcessReadingService(const InProcessReadingService& other);
+  InProcessReadingService& operator=(const InProcessReadingService&) = delete;
+  ~InProcessReadingService() override;
 
   DataPipePtr initialize(DataPipePtr graph) override;
   GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
@@ -34,10 +38,13 @@ class InProcessReadingService final : public ReadingService<InProcessReadingServ
   GraphFunction limit(std::optional<std::size_t> num_batches, GraphFunction limit_fn = {}) override;
 
  private:
+  GraphFunction current_root();
+
   std::size_t prefetch_cnt_;
-  InitFunction init_fn_;
-  ResetFunction reset_fn_;
-  DataPipePtr end_;  // the root after initialize
+  WorkerInitFunction init_fn_;
+  WorkerResetFunction reset_fn_;
+  DataPipePtr end_;                                // the root after initialize
+  std::unique_ptr<graph::BackgroundStop> paused_;  // while paused
 };
 
 }  // namespace dpipe

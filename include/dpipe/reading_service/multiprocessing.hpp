@@ -48,13 +48,11 @@ namespace dpipe {
 
 namespace detail::mp {
 class ProcessGroup;
+struct GroupState;
 }  // namespace detail::mp
-
-/// Called once in each worker with its graph (sharding applied); returns the graph it runs.
-using WorkerInitFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&)>;
-/// Called every epoch in each worker (and in the dispatching process, with worker_id 0) after the
-/// graph was seeded; returns the graph to run.
-using WorkerResetFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&, SeedGenerator&)>;
+namespace graph {
+class BackgroundStop;
+}  // namespace graph
 
 struct MultiProcessingOptions {
   /// Worker processes; 0 runs the pipeline in the calling process (use InProcessReadingService).
@@ -64,7 +62,9 @@ struct MultiProcessingOptions {
   /// Further elements the main process may have waiting, spread over the workers. torchdata keeps
   /// them in a prefetch thread; dpipe leaves them in shared memory, where reading costs one copy.
   std::size_t main_prefetch_cnt = 10;
+  /// Called once in each worker with its graph (sharding applied).
   WorkerInitFunction worker_init_fn{};
+  /// Called every epoch in each worker, and in the dispatching process with worker_id 0.
   WorkerResetFunction worker_reset_fn{};
   /// Longest wait for the next element of a worker before TimeoutError; zero waits as long as the
   /// worker lives.
@@ -98,10 +98,10 @@ class MultiProcessingReadingService final
 
   /// Pauses the workers, collects their state and keeps everything paused until
   /// resume_after_checkpoint(), so that the loader can save the main process's nodes too.
-  [[nodiscard]] std::vector<std::byte> checkpoint() override;
+  void checkpoint(StateWriter& writer) override;
   void resume_after_checkpoint() override;
   /// Splits the graph as initialize() does and starts workers that continue from `state`.
-  DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) override;
+  DataPipePtr restore(DataPipePtr graph, const StateReader& reader) override;
 
   /// A Graphviz picture of the split graph: the main process's nodes, one worker's copy of the
   /// replicable branch and the dispatching process's branch, each in its own box. Empty before
@@ -113,7 +113,7 @@ class MultiProcessingReadingService final
   [[nodiscard]] std::optional<pid_t> dispatcher_pid() const;
 
  private:
-  DataPipePtr start(DataPipePtr graph, std::span<const std::byte> saved_group);
+  DataPipePtr start(DataPipePtr graph, const detail::mp::GroupState* saved);
   void pause_main_nodes();
   void resume_main_nodes();
 
@@ -125,6 +125,7 @@ class MultiProcessingReadingService final
   DataPipePtr merge_;        // the main process's node reading the workers
   DataPipePtr dispatched_;   // the dispatching process's branch, or null
   DataPipePtr placeholder_;  // where the dispatched elements enter the branch, or null
+  std::unique_ptr<graph::BackgroundStop> main_stopped_;  // the main process's nodes, while stopped
   bool paused_ = false;
 };
 

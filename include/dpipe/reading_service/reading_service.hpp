@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/state.hpp>
 #include <dpipe/random/seed_generator.hpp>
 
 namespace dpipe {
@@ -31,6 +32,12 @@ struct WorkerInfo {
   std::size_t worker_id = 0;
   friend bool operator==(const WorkerInfo&, const WorkerInfo&) = default;
 };
+
+/// Called once with the graph a worker runs (in process: the whole graph, as worker 0 of 1; in a
+/// worker process: its copy of the replicable branch, sharding applied); returns the graph to run.
+using WorkerInitFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&)>;
+/// Called every epoch where the graph runs, after it was seeded; returns the graph to run.
+using WorkerResetFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&, SeedGenerator&)>;
 
 /// Thread-safety: a reading service is used by the thread that uses its DataLoader2.
 class ReadingServiceInterface {
@@ -70,20 +77,22 @@ class ReadingServiceInterface {
 };
 
 /// A reading service that can save and restore its state (the graph's own state is saved by the
-/// loader; this is what lives outside the loader's process, such as worker graphs).
+/// loader; this is what lives outside the loader's process, such as worker graphs). Its fields go
+/// into the loader's checkpoint under the scope "service" (see <dpipe/core/state.hpp>).
 class CheckpointableReadingServiceInterface : public ReadingServiceInterface {
  public:
-  /// The service's state, for DataLoader2::state_dict(), which then saves the graph's state and
-  /// calls resume_after_checkpoint(). A service may keep its graph still in between (the
+  /// Writes the service's state, for DataLoader2::state_dict(), which then saves the graph's state
+  /// and calls resume_after_checkpoint(). A service may keep its graph still in between (the
   /// multiprocessing service pauses its workers so that the main process's nodes hold exactly
   /// what they have received).
-  [[nodiscard]] virtual std::vector<std::byte> checkpoint() = 0;
+  virtual void checkpoint(StateWriter& writer) = 0;
   /// Restarts what checkpoint() stopped, unless the loader is paused. Called even when saving the
   /// graph's state failed.
   virtual void resume_after_checkpoint() {}
   /// Replaces initialize() when the loader restores a checkpoint: rewrites the graph as
-  /// initialize() would and restores `state`; returns the root.
-  virtual DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) = 0;
+  /// initialize() would and restores what checkpoint() wrote; returns the root. Every field under
+  /// the reader's scope must be read (StateReader counts them).
+  virtual DataPipePtr restore(DataPipePtr graph, const StateReader& reader) = 0;
 };
 
 /// Implements clone() for a service: `class MyService : public ReadingService<MyService>`, or

@@ -33,9 +33,10 @@ class SequentialReadingService final
   void finalize_iteration() override;
   void finalize() override;
 
-  [[nodiscard]] std::vector<std::byte> checkpoint() override;
+  /// Each checkpointable service writes under its index ("0", "1", ...).
+  void checkpoint(StateWriter& writer) override;
   void resume_after_checkpoint() override;
-  DataPipePtr restore(DataPipePtr graph, std::span<const std::byte> state) override;
+  DataPipePtr restore(DataPipePtr graph, const StateReader& reader) override;
 
   [[nodiscard]] bool supports_pause() const override;
   GraphFunction pause(GraphFunction pause_fn = {}) override;

@@ -287,9 +287,25 @@ template <serializable T, std::size_t N>
 struct Serializer<std::array<T, N>> {
   static constexpr std::size_t kMinSize = N * detail::min_encoded_size<T>();
   static void write(ByteWriter& writer, const std::array<T, N>& value) {
-    for (const auto& element : value) writer.write(element);
+    if constexpr (detail::bulk_copyable<T>) {
+      writer.write_bytes(value.data(), sizeof(T) * N);
+    } else {
+      for (const auto& element : value) writer.write(element);
+    }
   }
-  static std::array<T, N> read(ByteReader& reader) { return read_all(reader, std::make_index_sequence<N>{}); }
+  static std::array<T, N> read(ByteReader& reader) {
+    if constexpr (detail::bulk_copyable<T>) {
+      std::array<T, N> value;
+      reader.read_bytes(value.data(), sizeof(T) * N);
+      return value;
+    } else if constexpr (std::is_default_constructible_v<T>) {
+      std::array<T, N> value;
+      for (auto& element : value) element = reader.read<T>();
+      return value;
+    } else {
+      return read_all(reader, std::make_index_sequence<N>{});
+    }
+  }
 
  private:
   template <std::size_t... I>

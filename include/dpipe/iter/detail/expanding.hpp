@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/pending.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
-#include <dpipe/core/pending.hpp>
 
 namespace dpipe::detail {
 
@@ -21,10 +21,10 @@ template <class E, class Derived>
 class ExpandingPipe : public IterDataPipe<E> {
  public:
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    pending_.save(writer, *this);
+    pending_.save(writer, "pending", *this);
     return true;
   }
-  void load_state(StateReader& reader) override { pending_.load(reader, *this); }
+  void load_state(const StateReader& reader) override { pending_.load(reader, "pending", *this); }
 
  protected:
   using IterDataPipe<E>::IterDataPipe;

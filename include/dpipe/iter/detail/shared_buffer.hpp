@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/checks.hpp>
 #include <dpipe/core/datapipe.hpp>
-#include <dpipe/core/functional.hpp>
+#include <dpipe/core/detail/checks.hpp>
+#include <dpipe/core/detail/functional.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -43,7 +43,7 @@ class SharedBuffer : public DataPipe {
 
   /// Saves / restores which children are in the current generation.
   void save_generations(StateWriter& writer) const;
-  void load_generations(StateReader& reader);
+  void load_generations(const StateReader& reader);
 
  private:
   std::uint64_t generation_ = 0;  // 0: no child has ever started
@@ -93,8 +93,7 @@ class ChildPipe final : public IterDataPipe<E> {
 
   void for_each_input(const InputVisitor& visit) override { visit(container_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<ChildPipe>(*this); }
-  [[nodiscard]] bool save_state(StateWriter& /*writer*/) const override { return true; }
-  void load_state(StateReader& /*reader*/) override {}
+  [[nodiscard]] bool stateless() const noexcept override { return true; }
   [[nodiscard]] std::size_t child() const noexcept { return container_.child(); }
 
  protected:

@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// The implementations of the element operations (<dpipe/core/element_ops.hpp>) for element type
+/// T, registered by every IterDataPipe<T> when it is built. Included at the end of
+/// <dpipe/core/iter_datapipe.hpp>.
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <dpipe/core/detail/element_channel.hpp>
+#include <dpipe/core/detail/placeholder.hpp>
+#include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/typed_op.hpp>
+
+namespace dpipe::detail {
+
+template <class T>
+DataPipePtr make_placeholder(const DataPipePtr& /*node*/) {
+  return std::make_shared<Placeholder<T>>();
+}
+
+template <serializable T>
+std::unique_ptr<ElementEncoder> make_encoder(const DataPipePtr& node) {
+  return std::make_unique<ElementEncoderOf<T>>(std::static_pointer_cast<IterDataPipe<T>>(node));
+}
+
+template <serializable T>
+DataPipePtr make_decoder(const DataPipePtr& /*node*/, std::shared_ptr<RecordSource> source, std::string name) {
+  return std::make_shared<Decoder<T>>(std::move(name), std::move(source));
+}
+
+template <class T>
+void register_element_ops() {
+  register_typed_op_once<ops::Placeholder, T, &make_placeholder<T>>();
+  if constexpr (serializable<T>) {
+    register_typed_op_once<ops::Encode, T, &make_encoder<T>>();
+    register_typed_op_once<ops::Decode, T, &make_decoder<T>>();
+  }
+}
+
+}  // namespace dpipe::detail

@@ -1,0 +1,30 @@
+#pragma once
+/// \file
+/// Placeholder<T>: what ops::Placeholder makes, a node that stands in for another during graph
+/// surgery and throws when iterated.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+
+namespace dpipe::detail {
+
+template <class T>
+class Placeholder final : public IterDataPipe<T>, public PlaceholderTag {
+ public:
+  static constexpr std::string_view kName = "placeholder";
+
+  Placeholder() : IterDataPipe<T>(std::string(kName)) {}
+  void for_each_input(const InputVisitor& /*visit*/) override {}
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Placeholder>(*this); }
+
+ protected:
+  std::optional<T> next_impl() override {
+    DPIPE_THROW(UsageError, "{} stands in for a dispatched branch and cannot be iterated", this->label());
+  }
+};
+
+}  // namespace dpipe::detail

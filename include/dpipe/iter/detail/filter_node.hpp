@@ -1,0 +1,123 @@
+#pragma once
+/// \file
+/// Filter<T, F>, the node behind `filter(pred)`. See <dpipe/iter/filter.hpp>.
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/detail/compact.hpp>
+#include <dpipe/core/detail/pending.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/core/state.hpp>
+#include <dpipe/iter/detail/fused_run.hpp>
+
+namespace dpipe::iter {
+
+template <class T, filter_fn<T> F>
+class Filter final : public IterDataPipe<T> {
+ public:
+  static constexpr std::string_view kName = "filter";
+
+  /// The most source elements one bulk read asks for.
+  static constexpr std::size_t kMaxReadAhead = 4096;
+
+  Filter(const IterPipe<T>& source, F pred)
+      : IterDataPipe<T>(std::string(kName)), source_(source.ptr()), pred_(std::move(pred)) {}
+  /// Copies the configuration (and the run it is the last node of, unbound).
+  Filter(const Filter& other)
+      : IterDataPipe<T>(other), source_(other.source_), pred_(other.pred_), fused_(detail::clone_run(other.fused_)) {}
+
+  /// Makes this node the last of a fused run of element-wise nodes (see fusion.hpp).
+  void fuse(std::unique_ptr<detail::FusedRun<T>> run) { fused_ = std::move(run); }
+
+  void for_each_input(const InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Filter>(*this); }
+
+  [[nodiscard]] bool save_state(StateWriter& writer) const override {
+    pending_.save(writer, "pending", *this);
+    return true;
+  }
+  void load_state(const StateReader& reader) override { pending_.load(reader, "pending", *this); }
+
+ protected:
+  void reset_impl() override {
+    pending_.clear();
+    source_.reset();
+  }
+
+  std::optional<T> next_impl() override {
+    if (!pending_.empty()) return pending_.take();
+    while (auto element = source_.next()) {
+      if (pred_(std::as_const(*element))) return element;
+    }
+    return std::nullopt;
+  }
+
+  std::size_t pull_impl(std::vector<T>& out, std::size_t n) override {
+    if (fused_) {
+      if (const auto produced = fused_->pull(*this, out, n)) return *produced;
+    }
+    std::size_t produced = pending_.take_into(out, n);
+    while (produced < n) {
+      const std::size_t wanted = n - produced;
+      const std::size_t to_read = estimate_reads(wanted);
+      // Read into `out` when it has room; else into the (empty) pending queue, so that reading
+      // ahead never reallocates the caller's vector.
+      const bool in_place = out.capacity() - out.size() >= to_read;
+      auto& target = in_place ? out : pending_.refill();
+      const std::size_t start = target.size();
+      std::size_t got = 0;
+      try {
+        got = source_.pull(target, to_read);
+      } catch (...) {
+        // What the source appended before failing precedes the failure: keep its matches.
+        const std::exception_ptr failure = std::current_exception();
+        (void)detail::compact(target, start, pred_);
+        if (!in_place) (void)pending_.take_into(out, wanted);
+        std::rethrow_exception(failure);
+      }
+      const std::size_t kept = detail::compact(target, start, pred_);
+      read_ += got;
+      kept_ += kept;
+      if (!in_place) {
+        produced += pending_.take_into(out, wanted);
+      } else if (kept > wanted) {
+        // Matches beyond the request wait for the next call.
+        const auto surplus = out.begin() + static_cast<std::ptrdiff_t>(start + wanted);
+        pending_.refill().assign(std::make_move_iterator(surplus), std::make_move_iterator(out.end()));
+        out.erase(surplus, out.end());
+        produced += wanted;
+      } else {
+        produced += kept;
+      }
+      if (got < to_read) break;
+    }
+    return produced;
+  }
+
+ private:
+  template <class, class, class...>
+  friend class detail::FusedRunOf;
+
+  /// Source elements to read for `wanted` matches: the observed pass ratio, rounded up.
+  [[nodiscard]] std::size_t estimate_reads(std::size_t wanted) const {
+    if (kept_ == 0) return wanted;
+    const std::size_t estimate = (wanted * read_ + kept_ - 1) / kept_;
+    return std::clamp(estimate, wanted, std::max(wanted, kMaxReadAhead));
+  }
+
+  Input<T> source_;
+  F pred_;
+  detail::Pending<T> pending_;  // matches read ahead by the bulk path
+  std::size_t read_ = 0;        // elements read and kept by bulk reads so far: the pass ratio
+  std::size_t kept_ = 0;
+  std::unique_ptr<detail::FusedRun<T>> fused_;
+};
+
+}  // namespace dpipe::iter

@@ -1,0 +1,69 @@
+// Type names and exception descriptions.
+
+#include <cstdlib>
+#include <cxxabi.h>
+#include <memory>
+#include <string>
+#include <typeinfo>
+
+#include <dpipe/core/type_name.hpp>
+
+namespace dpipe {
+namespace detail {
+
+std::string tidy_type_name(std::string_view raw) {
+  static constexpr std::pair<std::string_view, std::string_view> kRewrites[] = {
+      {"std::__cxx11::basic_string<char>", "std::string"},
+      {"std::basic_string<char>", "std::string"},
+      {"std::__cxx11::", "std::"},
+  };
+  std::string name;
+  name.reserve(raw.size());
+  while (!raw.empty()) {
+    bool rewritten = false;
+    for (const auto& [from, to] : kRewrites) {
+      if (raw.starts_with(from)) {
+        name.append(to);
+        raw.remove_prefix(from.size());
+        rewritten = true;
+        break;
+      }
+    }
+    if (!rewritten) {
+      name.push_back(raw.front());
+      raw.remove_prefix(1);
+    }
+  }
+  return name;
+}
+
+std::string demangle(const char* mangled) {
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                        std::free);
+  return tidy_type_name(status == 0 && readable ? readable.get() : mangled);
+}
+
+ExceptionDescription describe_current_exception() {
+  try {
+    throw;
+  } catch (const std::exception& exception) {
+    return {demangle(typeid(exception).name()), exception.what()};
+  } catch (...) {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    return {type != nullptr ? demangle(type->name()) : std::string("an unknown exception"), "(not a std::exception)"};
+  }
+}
+
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    const ExceptionDescription description = describe_current_exception();
+    return description.message == "(not a std::exception)" ? description.type
+                                                           : description.type + ": " + description.message;
+  }
+}
+
+}  // namespace detail
+}  // namespace dpipe

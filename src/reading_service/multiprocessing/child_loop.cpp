@@ -1,0 +1,155 @@
+// ChildLoop: the loop every child process runs.
+
+#include "child_loop.hpp"
+
+#include <unistd.h>
+
+#include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/error.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/state.hpp>
+#include <dpipe/core/typed_op.hpp>
+#include <dpipe/graph/state.hpp>
+
+#include "reading_service/multiprocessing/worker_context.hpp"
+
+namespace dpipe::detail::mp {
+
+void ChildLiveness::check(bool thorough) {
+  if (stop_requested()) throw Interrupted{};
+  if (thorough && getppid() != parent_) _exit(1);  // the main process died: nobody reads this child
+}
+
+ChildLoop::ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo info, std::string expected_type,
+                     ChildSlot& slot, RingMemory control)
+    : plan_(*launch.plan),
+      name_(std::move(name)),
+      info_(info),
+      liveness_(slot, launch.parent),
+      endpoint_{&slot.bell, &liveness_, std::chrono::milliseconds(0)},
+      expected_type_(std::move(expected_type)),
+      control_(control),
+      main_bell_(&launch.pool->main_bell()) {
+  enter_worker(info_);
+}
+
+int ChildLoop::run() {
+  try {
+    for (;;) {
+      while (handle_control()) {
+      }
+      if (liveness_.stop_requested()) return 0;
+      flush();
+      if (can_produce()) {
+        reporting([&] { produce(); });
+        continue;
+      }
+      prepare_wait();
+      endpoint_.wait(
+          [&] {
+            request_wakes();
+            return control_.peek().has_value() || can_flush() || can_produce() || liveness_.stop_requested();
+          },
+          [] { return std::string(); });
+      clear_wakes();
+    }
+  } catch (const Interrupted&) {
+    return 0;
+  }
+}
+
+bool ChildLoop::can_produce() {
+  return progress_.active && !paused_ && !progress_.ended && !progress_.failed && has_room();
+}
+
+void ChildLoop::set_root(DataPipePtr root) {
+  if (!root || root->element_type() != expected_type_) {
+    DPIPE_THROW(InvalidArgument, "{}: worker_init_fn and worker_reset_fn must return an iter pipe of {}, got {}", name_,
+                expected_type_, root ? root->element_type() : std::string("nothing"));
+  }
+  if (root == root_ && encoder_) return;
+  root_ = std::move(root);
+  encoder_ = apply_typed_op<ops::Encode>(root_);
+}
+
+void ChildLoop::fail(const ErrorReport& report) {
+  progress_.failed = true;
+  broadcast(RecordKind::kError, to_bytes(report));
+}
+
+bool ChildLoop::handle_control() {
+  const auto record = control_.peek();
+  if (!record) return false;
+  if (record->kind != RecordKind::kControl) {
+    DPIPE_THROW(Error, "dpipe internal error: a control ring holds a record of kind {}",
+                static_cast<int>(record->kind));
+  }
+  const auto message = from_bytes<ControlMessage>(record->payload);
+  if (control_.release(*record)) main_bell_->ring();
+  switch (message.command) {
+    case Command::kReset:
+      reset(message.value, *message.seeds, message.epoch);
+      break;
+    case Command::kPause:
+      paused_ = true;
+      broadcast(RecordKind::kPaused, marker_payload(message.value));
+      break;
+    case Command::kResume:
+      paused_ = false;
+      break;
+    case Command::kCheckpoint:
+      checkpoint(message.value);
+      break;
+  }
+  return true;
+}
+
+void ChildLoop::reset(std::uint64_t generation, SeedGenerator seeds, std::uint64_t epoch) {
+  progress_.start(generation);
+  paused_ = false;
+  drop_pending();
+  broadcast(RecordKind::kResetAck, marker_payload(generation));
+  if (startup_error_) {
+    fail(*startup_error_);
+    return;
+  }
+  reporting([&] {
+    seed(seeds, epoch);
+    if (plan_.config.worker_reset_fn) set_root(plan_.config.worker_reset_fn(root_, info_, seeds));
+    dynamic_cast<IterDataPipeBase&>(*root_).reset();
+  });
+}
+
+void ChildLoop::checkpoint(std::uint64_t request) {
+  try {
+    before_checkpoint(request);
+    replies().write_record(RecordKind::kState, save_state());
+  } catch (const Interrupted&) {
+    throw;
+  } catch (...) {
+    replies().write_record(RecordKind::kError, to_bytes(report_current_exception(name_)));
+  }
+}
+
+std::vector<std::byte> ChildLoop::save_state() const {
+  StateStore store;
+  StateWriter process(store, "process");
+  process.write("progress", progress_);
+  process.write("random", worker_random_state());
+  graph::save_state(root_, StateWriter(store, "graph"));
+  return store.to_bytes();
+}
+
+void ChildLoop::restore_state(std::span<const std::byte> bytes) {
+  const StateStore store = StateStore::from_bytes(bytes);
+  const StateReader process(store, "process");
+  progress_ = process.read<ChildProgress>("progress");
+  set_worker_random_state(process.read<WorkerRandomState>("random"));
+  graph::load_state(root_, StateReader(store, "graph"));
+  if (const auto unread = store.unread(""); !unread.empty()) {
+    DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in {}", unread.front(), name_);
+  }
+  dynamic_cast<IterDataPipeBase&>(*root_).reset();  // continues the restored iteration
+}
+
+}  // namespace dpipe::detail::mp

@@ -1,0 +1,181 @@
+#pragma once
+// ChildLoop: what a child process of a MultiProcessingReadingService runs, a worker or the
+// dispatching process alike. It runs its graph epoch after epoch and obeys the main process's
+// control messages (protocol.hpp): it starts and seeds epochs, pauses, resumes, and answers
+// checkpoints through its reply sink. A Worker and the Dispatcher differ only in how they seed
+// their graph and where its elements go. Private to the library.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <dpipe/core/datapipe.hpp>
+#include <dpipe/core/element_codec.hpp>
+#include <dpipe/random/seed_generator.hpp>
+#include <dpipe/reading_service/reading_service.hpp>
+
+#include "reading_service/multiprocessing/plan.hpp"
+#include "reading_service/multiprocessing/protocol.hpp"
+#include "reading_service/multiprocessing/transport/endpoint.hpp"
+#include "reading_service/multiprocessing/transport/error_report.hpp"
+#include "reading_service/multiprocessing/transport/ring.hpp"
+#include "reading_service/multiprocessing/transport/ring_sink.hpp"
+#include "reading_service/multiprocessing/transport/shared_pool.hpp"
+
+namespace dpipe::detail::mp {
+
+/// A child stops waiting when the main process tells it to stop, and exits at once when the main
+/// process is gone.
+class ChildLiveness final : public Liveness {
+ public:
+  ChildLiveness(const ChildSlot& slot, pid_t parent) : slot_(&slot), parent_(parent) {}
+  void check(bool thorough) override;
+  /// Whether the main process asked this child to stop.
+  [[nodiscard]] bool stop_requested() const noexcept { return slot_->stop.load(std::memory_order_acquire) != 0; }
+
+ private:
+  const ChildSlot* slot_;
+  pid_t parent_;
+};
+
+/// Where a child is in its epochs; part of its checkpoint.
+struct ChildProgress {
+  std::uint64_t generation = 0;  // the epoch it runs (see protocol.hpp)
+  bool active = false;           // an epoch was started
+  bool ended = false;            // its stream ended in this epoch
+  bool failed = false;           // it reported an error in this epoch
+  std::uint64_t dealt = 0;       // the dispatching process: elements dealt in this epoch
+  DPIPE_FIELDS(generation, active, ended, failed, dealt)
+
+  /// Starts epoch `next`.
+  void start(std::uint64_t next) noexcept {
+    generation = next;
+    active = true;
+    ended = failed = false;
+    dealt = 0;
+  }
+};
+
+/// Thread-safety: the child's one thread.
+class ChildLoop {
+ public:
+  ChildLoop(const ChildLoop&) = delete;
+  ChildLoop& operator=(const ChildLoop&) = delete;
+  virtual ~ChildLoop() = default;
+
+  /// Runs until the main process says stop; returns the exit status.
+  int run();
+
+ protected:
+  /// A child called `name` ("worker process 1") of the group `launch` describes, running as
+  /// `info` (the dispatching process: worker 0 of N) a graph yielding `expected_type`, on its
+  /// slot and control ring.
+  ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo info, std::string expected_type, ChildSlot& slot,
+            RingMemory control);
+
+  /// Builds the graph (`make_root`), then continues from the checkpoint, if any, at `restored`.
+  /// A failure is reported at the next epoch's start (or at once when restoring).
+  template <class MakeRoot>
+  void start(MakeRoot&& make_root, const std::vector<std::byte>* restored);
+
+  /// Runs `root` from now on; it must yield what the child's graph yields (`expected_type_`).
+  void set_root(DataPipePtr root);
+
+  // What the roles do differently.
+  /// Seeds the graph for epoch `epoch` (from 0) with `seeds`, as torchdata seeds this kind of child.
+  virtual void seed(SeedGenerator& seeds, std::uint64_t epoch) = 0;
+  /// Whether the role has room to produce now (the loop checks the epoch's state).
+  [[nodiscard]] virtual bool has_room() = 0;
+  /// Produces some elements; sets progress_.ended at the end of the stream.
+  virtual void produce() = 0;
+  /// Writes a marker, the end or an error to every reader of this child's elements.
+  virtual void broadcast(RecordKind kind, std::span<const std::byte> payload) = 0;
+  /// The sink replies to checkpoints go through.
+  [[nodiscard]] virtual RingSink& replies() = 0;
+  /// Reads what must be read before the state is saved (a worker: its feed, up to the pause).
+  virtual void before_checkpoint(std::uint64_t /*request*/) {}
+  /// Moves what waits for room; called every round of the loop.
+  virtual void flush() {}
+  /// Whether a flush would make progress now.
+  [[nodiscard]] virtual bool can_flush() { return false; }
+  /// Called once before the child waits.
+  virtual void prepare_wait() {}
+  /// Asks the readers to wake this child when what blocks it clears; clear_wakes() after the wait.
+  virtual void request_wakes() = 0;
+  virtual void clear_wakes() = 0;
+  /// Drops what waits for room at the start of an epoch (a record partly written stays).
+  virtual void drop_pending() {}
+
+  void fail(const ErrorReport& report);
+  /// Runs `body`; an exception from it (other than Interrupted) is reported with fail().
+  template <class Body>
+  void reporting(Body&& body);
+
+  const GroupPlan& plan_;
+  std::string name_;
+  WorkerInfo info_;
+  ChildLiveness liveness_;
+  Endpoint endpoint_;
+  std::string expected_type_;  // what the child's graph yields
+  DataPipePtr root_;
+  std::unique_ptr<ElementEncoder> encoder_;
+  ChildProgress progress_;
+  bool paused_ = false;
+
+ private:
+  /// Handles one control message; false when none is waiting.
+  bool handle_control();
+  void reset(std::uint64_t generation, SeedGenerator seeds, std::uint64_t epoch);
+  void checkpoint(std::uint64_t request);
+  [[nodiscard]] bool can_produce();
+  [[nodiscard]] std::vector<std::byte> save_state() const;
+  void restore_state(std::span<const std::byte> bytes);
+
+  RingReader control_;
+  Bell* main_bell_;
+  std::optional<ErrorReport> startup_error_;
+};
+
+template <class Body>
+void ChildLoop::reporting(Body&& body) {
+  try {
+    body();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (...) {
+    fail(report_current_exception(name_));
+  }
+}
+
+template <class MakeRoot>
+void ChildLoop::start(MakeRoot&& make_root, const std::vector<std::byte>* restored) {
+  try {
+    make_root();
+    if (restored != nullptr) restore_state(*restored);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (...) {
+    // Reported after the acknowledgement of the next epoch, which the main process waits for; a
+    // restored main process reads on without one: it hears it now.
+    startup_error_ = report_current_exception(name_);
+    progress_.active = false;
+    if (restored != nullptr) fail(*startup_error_);
+  }
+}
+
+/// Runs a child's body `Loop` (built from the launch, then run()); returns its exit status, 71
+/// when it cannot even start.
+template <class Loop>
+int run_child(const ChildLaunch& launch) noexcept {
+  try {
+    Loop loop(launch);
+    return loop.run();
+  } catch (...) {
+    return 71;
+  }
+}
+
+}  // namespace dpipe::detail::mp

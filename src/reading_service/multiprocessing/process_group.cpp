@@ -1,0 +1,191 @@
+// ProcessGroup: forking the children and the main process's side of the protocol.
+
+#include "process_group.hpp"
+
+#include <algorithm>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <dpipe/core/error.hpp>
+
+#include "reading_service/multiprocessing/protocol.hpp"
+#include "reading_service/multiprocessing/transport/error_report.hpp"
+
+namespace dpipe::detail::mp {
+namespace {
+
+constexpr std::size_t kControlRing = std::size_t{64} << 10;
+constexpr std::size_t kDispatchRing = std::size_t{1} << 20;
+constexpr std::size_t kReplyRing = std::size_t{1} << 20;
+constexpr std::chrono::milliseconds kShutdownGrace{2000};
+
+PoolSizes pool_sizes(const GroupPlan& plan) {
+  PoolSizes sizes;
+  sizes.workers = plan.config.num_workers;
+  sizes.dispatcher = plan.dispatched != nullptr;
+  sizes.data_ring = ring_capacity(plan.config.queue_bytes);
+  sizes.dispatch_ring = kDispatchRing;
+  sizes.control_ring = kControlRing;
+  sizes.reply_ring = kReplyRing;
+  return sizes;
+}
+
+/// A child's report that it cannot save its state, as the loader expects it: StateNotSupportedError
+/// (the loader then replays the epoch instead) or StateError.
+[[noreturn]] void throw_cannot_save(const ErrorReport& report) {
+  if (report.type == "dpipe::StateNotSupportedError") throw StateNotSupportedError(report.message);
+  DPIPE_THROW(StateError, "{} cannot save its state: {}: {}", report.where, report.type, report.message);
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
+    : plan_(plan),
+      resources_(std::make_shared<Resources>(pool_sizes(plan))),
+      pool_(resources_->pool),
+      children_(resources_->children),
+      generation_(resources_->generation) {
+  const std::size_t workers = plan_.config.num_workers;
+  if (restored != nullptr) generation_ = restored->generation;
+  // Child k is worker k; the dispatching process comes last.
+  const pid_t parent = getpid();
+  for (std::size_t w = 0; w < workers; ++w) {
+    const ChildLaunch launch{&pool_, &plan_, w, parent, restored};
+    children_.add(fork_child([&] { return run_worker(launch); }), fmt::format("worker process {}", w));
+  }
+  if (plan_.dispatched) {
+    const ChildLaunch launch{&pool_, &plan_, 0, parent, restored};
+    children_.add(fork_child([&] { return run_dispatcher(launch); }), "dispatching process");
+  }
+  for (std::size_t w = 0; w < workers; ++w) controls_.emplace_back(pool_.worker_control(w));
+  if (plan_.dispatched) {
+    controls_.emplace_back(pool_.dispatcher_control());
+    dispatcher_replies_.emplace(
+        StreamLink{pool_.reply_ring(), &pool_.dispatcher().bell, nullptr, "dispatching process"});
+  }
+  std::vector<StreamLink> inputs;
+  for (std::size_t w = 0; w < workers; ++w) {
+    inputs.push_back(
+        StreamLink{pool_.data_ring(w), &pool_.worker(w).bell, nullptr, fmt::format("worker process {}", w)});
+  }
+  // The merge may outlive this group (the main process's graph holds it): it keeps the resources.
+  merge_ = std::make_shared<RecordMerge>(
+      std::move(inputs), endpoint(), [resources = resources_.get()] { return resources->generation; }, resources_);
+}
+
+ProcessGroup::~ProcessGroup() { stop(); }
+
+ChildSlot& ProcessGroup::slot(std::size_t child) const {
+  return child < plan_.config.num_workers ? pool_.worker(child) : pool_.dispatcher();
+}
+
+void ProcessGroup::send(RingWriter& control, std::size_t child, const std::vector<std::byte>& message) {
+  endpoint().wait(
+      [&] {
+        control.request_wake_for_room(message.size());
+        return control.try_write(RecordKind::kControl, message);
+      },
+      [&] {
+        return fmt::format(
+            "MultiProcessingReadingService: {} has not read its control messages for {} ms (the timeout)",
+            children_.list().at(child).name, plan_.config.timeout.count());
+      });
+  control.clear_wake();
+  slot(child).bell.ring();
+}
+
+void ProcessGroup::send_all(const std::vector<std::byte>& message) {
+  for (std::size_t child = 0; child < controls_.size(); ++child) send(controls_[child], child, message);
+}
+
+void ProcessGroup::reset(const SeedGenerator& epoch_seeds) {
+  ++generation_;
+  // torchdata gives worker w `spawn(w)` every epoch, which repeats the workers' seeds in every
+  // epoch of a loader seeded once. Epoch e (from 0) spawns w + N * e instead: the first epoch
+  // matches torchdata and every later one gets fresh seeds.
+  const std::size_t workers = plan_.config.num_workers;
+  const std::uint64_t epoch = generation_ - 1;
+  for (std::size_t w = 0; w < workers; ++w) {
+    SeedGenerator seeds = epoch_seeds;
+    send(controls_[w], w,
+         to_bytes(ControlMessage{Command::kReset, generation_, epoch, seeds.spawn(w + workers * epoch)}));
+  }
+  if (plan_.dispatched) {
+    // torchdata: each worker forwards its generator's spawn(0); the dispatcher uses worker 0's and
+    // seeds from its shared stream, which the dispatcher advances past the earlier epochs' draws.
+    SeedGenerator seeds = epoch_seeds;
+    SeedGenerator worker0 = seeds.spawn(0);
+    send(controls_.back(), workers, to_bytes(ControlMessage{Command::kReset, generation_, epoch, worker0.spawn(0)}));
+  }
+}
+
+void ProcessGroup::pause() {
+  const auto message = to_bytes(ControlMessage{Command::kPause, ++request_});
+  // Workers first: a worker finishes its element with what the dispatching process still sends.
+  send_all(message);
+}
+
+void ProcessGroup::resume() {
+  const auto message = to_bytes(ControlMessage{Command::kResume});
+  for (std::size_t child = controls_.size(); child-- > 0;) send(controls_[child], child, message);
+}
+
+std::vector<std::byte> ProcessGroup::take_reply(RecordKind kind, std::vector<std::byte> payload) {
+  if (kind == RecordKind::kError) throw_cannot_save(from_bytes<ErrorReport>(payload));
+  return payload;
+}
+
+GroupState ProcessGroup::checkpoint() {
+  const std::size_t workers = plan_.config.num_workers;
+  const std::uint64_t request = ++request_;
+  const auto pause_message = to_bytes(ControlMessage{Command::kPause, request});
+  for (std::size_t w = 0; w < workers; ++w) send(controls_[w], w, pause_message);
+  merge_->drain_until_paused(request);
+  if (plan_.dispatched) send(controls_.back(), workers, pause_message);
+  const auto checkpoint_message = to_bytes(ControlMessage{Command::kCheckpoint, request});
+  for (std::size_t w = 0; w < workers; ++w) send(controls_[w], w, checkpoint_message);
+  GroupState state;
+  state.generation = generation_;
+  for (std::size_t w = 0; w < workers; ++w) {
+    std::vector<std::byte> payload;
+    const RecordKind kind = merge_->read_reply(w, payload);
+    state.workers.push_back(take_reply(kind, std::move(payload)));
+  }
+  if (plan_.dispatched) {
+    send(controls_.back(), workers, checkpoint_message);
+    std::vector<std::byte> payload;
+    const RecordKind kind = dispatcher_replies_->read_reply(endpoint(), payload);
+    state.dispatcher = take_reply(kind, std::move(payload));
+  }
+  return state;
+}
+
+void ProcessGroup::interrupt() noexcept {
+  children_.interrupt();
+  pool_.main_bell().ring();
+}
+
+void ProcessGroup::stop() noexcept {
+  if (stopped_) return;
+  stopped_ = true;
+  for (std::size_t child = 0; child < children_.list().size(); ++child) {
+    slot(child).stop.store(1, std::memory_order_release);
+    slot(child).bell.ring();
+  }
+  children_.stop(kShutdownGrace);
+}
+
+std::vector<pid_t> ProcessGroup::worker_pids() const {
+  std::vector<pid_t> pids;
+  const auto& children = children_.list();
+  for (std::size_t w = 0; w < std::min(children.size(), plan_.config.num_workers); ++w) pids.push_back(children[w].pid);
+  return pids;
+}
+
+std::optional<pid_t> ProcessGroup::dispatcher_pid() const {
+  if (!plan_.dispatched || children_.list().size() <= plan_.config.num_workers) return std::nullopt;
+  return children_.list().back().pid;
+}
+
+}  // namespace dpipe::detail::mp

@@ -1,0 +1,85 @@
+#pragma once
+// ProcessGroup: the worker processes and the dispatching process of one
+// MultiProcessingReadingService, the shared memory they talk through, and the main process's side
+// of their protocol (protocol.hpp). Private to the library.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <sys/types.h>
+#include <vector>
+
+#include <dpipe/random/seed_generator.hpp>
+
+#include "reading_service/multiprocessing/plan.hpp"
+#include "reading_service/multiprocessing/transport/children.hpp"
+#include "reading_service/multiprocessing/transport/record_merge.hpp"
+#include "reading_service/multiprocessing/transport/record_stream.hpp"
+#include "reading_service/multiprocessing/transport/shared_pool.hpp"
+
+namespace dpipe::detail::mp {
+
+/// Thread-safety: one thread at a time (the loader's, or the thread iterating the merge while the
+/// loader's thread waits).
+class ProcessGroup {
+ public:
+  /// Forks the processes `plan` describes; they continue from `restored` when given.
+  ProcessGroup(const GroupPlan& plan, const GroupState* restored);
+  /// Stops the processes (stop()).
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  /// The main process's reader of the workers' elements.
+  [[nodiscard]] const std::shared_ptr<RecordMerge>& merge() const noexcept { return merge_; }
+
+  /// Starts epoch e (from 0): worker w is seeded with `epoch_seeds.spawn(w + N * e)`, the
+  /// dispatching process with `epoch_seeds.spawn(0).spawn(0)`.
+  void reset(const SeedGenerator& epoch_seeds);
+  /// Asks every process to pause after its current element (it does not wait).
+  void pause();
+  void resume();
+  /// Pauses the processes, reads what is in flight into the merge and collects every process's
+  /// state. The processes stay paused. Throws StateNotSupportedError when a node in a child cannot
+  /// save its state.
+  GroupState checkpoint();
+  /// Makes every wait of the main process's side throw UsageError from now on (a thread of the
+  /// main process's graph blocked on a worker returns at once).
+  void interrupt() noexcept;
+  /// Tells the processes to exit, kills those that have not after two seconds, reaps them all.
+  /// Idempotent.
+  void stop() noexcept;
+
+  [[nodiscard]] std::vector<pid_t> worker_pids() const;
+  [[nodiscard]] std::optional<pid_t> dispatcher_pid() const;
+
+ private:
+  void send(RingWriter& control, std::size_t child, const std::vector<std::byte>& message);
+  void send_all(const std::vector<std::byte>& message);
+  [[nodiscard]] ChildSlot& slot(std::size_t child) const;  // workers, then the dispatcher
+  [[nodiscard]] Endpoint endpoint() { return Endpoint{&pool_.main_bell(), &children_, plan_.config.timeout}; }
+  /// A child's reply to a checkpoint request: its state, or (kError) why it cannot save it.
+  std::vector<std::byte> take_reply(RecordKind kind, std::vector<std::byte> payload);
+
+  /// What the merge needs too: it keeps them alive while the main process's graph holds it.
+  struct Resources {
+    explicit Resources(const PoolSizes& sizes) : pool(sizes) {}
+    SharedPool pool;
+    Children children;             // destroyed before pool: no child outlives the memory's owner
+    std::uint64_t generation = 0;  // the epochs started (see protocol.hpp)
+  };
+
+  GroupPlan plan_;
+  std::shared_ptr<Resources> resources_;
+  SharedPool& pool_;
+  Children& children_;
+  std::uint64_t& generation_;
+  std::vector<RingWriter> controls_;  // one per worker, then the dispatcher's
+  std::shared_ptr<RecordMerge> merge_;
+  std::optional<RecordStream> dispatcher_replies_;
+  std::uint64_t request_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace dpipe::detail::mp

@@ -1,0 +1,39 @@
+#pragma once
+// The messages between the processes of a MultiProcessingReadingService. Private to the library.
+//
+// Main -> child (control ring, RecordKind::kControl): a ControlMessage.
+//   kReset(generation, SeedGenerator)  start epoch `generation` with these seeds; the child answers
+//                                      with kResetAck(generation) before its first element (the
+//                                      dispatching process also gets the epoch's index, from 0)
+//   kPause(request)                    stop after the current element; answer kPaused(request)
+//   kResume                            continue
+//   kCheckpoint(request)               answer kState (or kError) with the child's state; a worker
+//                                      first reads its dispatcher feed up to kPaused(request)
+// Stopping is a flag in the child's slot, not a message: a child blocked in a write sees it.
+// Child -> main (worker data rings, the dispatcher's reply ring) and dispatcher -> worker
+// (dispatch rings): kElement, kEnd, kError(ErrorReport), kResetAck, kPaused, kState.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <dpipe/random/seed_generator.hpp>
+#include <dpipe/serialization/serializer.hpp>
+
+namespace dpipe::detail::mp {
+
+enum class Command : std::uint8_t { kReset = 1, kPause = 2, kResume = 3, kCheckpoint = 4 };
+
+/// A control message.
+struct ControlMessage {
+  Command command = Command::kResume;
+  std::uint64_t value = 0;               // kReset: the generation; kPause, kCheckpoint: the request
+  std::uint64_t epoch = 0;               // kReset: the process group's epoch, from 0
+  std::optional<SeedGenerator> seeds{};  // kReset: the child's seeds
+  DPIPE_FIELDS(command, value, epoch, seeds)
+};
+
+/// The payload of kResetAck and kPaused.
+inline std::vector<std::byte> marker_payload(std::uint64_t value) { return to_bytes(value); }
+
+}  // namespace dpipe::detail::mp

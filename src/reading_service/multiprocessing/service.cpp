@@ -1,0 +1,233 @@
+// MultiProcessingReadingService: splitting the graph, and the service's protocol on top of
+// ProcessGroup.
+
+#include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/logging.hpp>
+#include <dpipe/core/typed_op.hpp>
+#include <dpipe/graph/background.hpp>
+#include <dpipe/graph/dispatch.hpp>
+#include <dpipe/graph/dot.hpp>
+#include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/linter.hpp>
+#include <dpipe/graph/settings.hpp>
+#include <dpipe/reading_service/multiprocessing.hpp>
+
+#include "reading_service/multiprocessing/process_group.hpp"
+
+namespace dpipe {
+namespace {
+
+[[noreturn]] void throw_no_workers(const char* hook) {
+  DPIPE_THROW(UsageError,
+              "If you would like to use `{}` with `MultiProcessingReadingService`, please use more than 0 worker.",
+              hook);
+}
+
+/// Throws InvalidArgument unless the elements of `node` can cross a process boundary.
+void require_encodable(const DataPipePtr& node, const char* role) {
+  if (find_typed_op<ops::Encode>(*node) != nullptr) return;
+  DPIPE_THROW(InvalidArgument,
+              "MultiProcessingReadingService: the elements of {} ({}, {}) cannot cross a process boundary: declare "
+              "DPIPE_FIELDS(...) in the type or specialize dpipe::Serializer (see docs/reading-services.md)",
+              node->label(), role, node->element_type());
+}
+
+}  // namespace
+
+MultiProcessingReadingService::MultiProcessingReadingService(MultiProcessingOptions options)
+    : options_(std::move(options)) {
+  if (options_.num_workers == 0) log_warning("Please use `InProcessReadingService` for num_workers=0");
+}
+
+MultiProcessingReadingService::MultiProcessingReadingService(const MultiProcessingReadingService& other)
+    : ReadingService(other), options_(other.options_) {}
+
+MultiProcessingReadingService::~MultiProcessingReadingService() { finalize(); }
+
+DataPipePtr MultiProcessingReadingService::initialize(DataPipePtr graph) { return start(std::move(graph), nullptr); }
+
+DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail::mp::GroupState* saved) {
+  if (end_) DPIPE_THROW(UsageError, "MultiProcessingReadingService: initialize() was already called");
+  if (options_.num_workers == 0) {
+    graph::apply_sharding(graph, 1, 0, ShardingPriority::kMultiprocessing);
+    if (options_.worker_init_fn) graph = options_.worker_init_fn(std::move(graph), WorkerInfo{1, 0});
+    end_ = graph;
+    return graph;
+  }
+  // Nothing of dpipe's may run in another thread while forking: stop the prefetch threads.
+  graph::BackgroundStop(graph).keep_stopped();
+  if (!graph::has_sharding(graph)) {
+    log_warning(
+        "MultiProcessingReadingService: the pipeline has no sharding_filter or sharding_round_robin_dispatch: each of "
+        "the {} worker processes yields the whole dataset",
+        options_.num_workers);
+  }
+  shadow_ = graph::clone(graph);
+
+  detail::mp::GroupPlan plan;
+  plan.config = detail::mp::GroupConfig{
+      options_.num_workers, options_.worker_prefetch_cnt, options_.main_prefetch_cnt, options_.queue_bytes,
+      options_.timeout,     options_.worker_init_fn,      options_.worker_reset_fn};
+  auto split = graph::traverse_dps(graph);
+  if (auto dispatched = graph::find_lca_round_robin_sharding_dp(split)) {
+    require_encodable(dispatched, "the output of the dispatching process");
+    plan.dispatched = dispatched;
+    plan.placeholder = apply_typed_op<ops::Placeholder>(dispatched);
+    split = graph::replace_dp(split, dispatched, plan.placeholder);
+    graph = split.root();
+  }
+  const auto branches = graph::find_replicable_branches(split);
+  if (branches.size() != 1) {
+    DPIPE_THROW(InvalidArgument, "MultiProcessingReadingService only supports single replicable branch currently");
+  }
+  plan.branch = branches.front();
+  require_encodable(plan.branch, "the output of the worker processes");
+
+  if (saved != nullptr && saved->dispatcher.has_value() != (plan.dispatched != nullptr)) {
+    DPIPE_THROW(StateError, "the checkpoint was saved {} a dispatching process; this pipeline runs {}",
+                saved->dispatcher ? "with" : "without", plan.dispatched ? "one" : "none");
+  }
+  group_ = std::make_shared<detail::mp::ProcessGroup>(plan, saved);
+  branch_ = plan.branch;
+  dispatched_ = plan.dispatched;
+  placeholder_ = plan.placeholder;
+
+  merge_ = apply_typed_op<ops::Decode>(branch_, group_->merge(), "merge_workers");
+  end_ = branch_ == graph ? merge_ : graph::replace_dp(graph::traverse_dps(graph), branch_, merge_).root();
+  return end_;
+}
+
+GraphFunction MultiProcessingReadingService::initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn) {
+  if (!end_) DPIPE_THROW(UsageError, "MultiProcessingReadingService: initialize() must be called first");
+  if (options_.num_workers == 0) {
+    graph::set_graph_random_seed(end_, seeds);
+    return iter_reset_fn;
+  }
+  if (iter_reset_fn) {
+    DPIPE_THROW(NotSupportedError,
+                "MultiProcessingReadingService cannot send a function to worker processes that are already running: "
+                "change the graph per epoch with worker_reset_fn instead");
+  }
+  pause_main_nodes();
+  const SeedGenerator epoch = seeds;
+  graph::set_graph_random_seed(shadow_, seeds);  // advances `seeds` exactly as an in-process epoch does
+  SeedGenerator main_seeds = epoch;
+  graph::set_graph_random_seed(end_, main_seeds);  // the nodes that stay in the main process
+  group_->reset(epoch);
+  paused_ = false;
+  return {};
+}
+
+void MultiProcessingReadingService::finalize() {
+  if (!group_) return;
+  // Threads of the main process's nodes (a prefetch after a fullsync) may wait for a worker:
+  // release them, stop them, then end the workers.
+  group_->interrupt();
+  pause_main_nodes();
+  group_->stop();
+  group_.reset();
+}
+
+void MultiProcessingReadingService::pause_main_nodes() {
+  if (!main_stopped_) main_stopped_ = std::make_unique<graph::BackgroundStop>(end_);
+}
+
+void MultiProcessingReadingService::resume_main_nodes() { main_stopped_.reset(); }
+
+GraphFunction MultiProcessingReadingService::pause(GraphFunction pause_fn) {
+  if (options_.num_workers == 0) throw_no_workers("pause");
+  if (pause_fn) DPIPE_THROW(NotSupportedError, "MultiProcessingReadingService cannot send pause_fn to its workers");
+  if (!group_) return {};
+  pause_main_nodes();
+  group_->pause();
+  paused_ = true;
+  return {};
+}
+
+GraphFunction MultiProcessingReadingService::resume(GraphFunction resume_fn) {
+  if (options_.num_workers == 0) throw_no_workers("resume");
+  if (resume_fn) DPIPE_THROW(NotSupportedError, "MultiProcessingReadingService cannot send resume_fn to its workers");
+  if (!group_) return {};
+  group_->resume();
+  resume_main_nodes();
+  paused_ = false;
+  return {};
+}
+
+GraphFunction MultiProcessingReadingService::limit(std::optional<std::size_t> /*num_batches*/, GraphFunction limit_fn) {
+  // As in torchdata, only a limit_fn acts; DataLoader2 counts the elements itself.
+  if (limit_fn) DPIPE_THROW(NotSupportedError, "MultiProcessingReadingService cannot send limit_fn to its workers");
+  return {};
+}
+
+void MultiProcessingReadingService::checkpoint(StateWriter& writer) {
+  writer.write("workers", std::uint64_t{options_.num_workers});
+  writer.write("started", group_ != nullptr);
+  if (!group_) return;
+  pause_main_nodes();
+  const detail::mp::GroupState state = group_->checkpoint();
+  writer.write("generation", state.generation);
+  for (std::size_t w = 0; w < state.workers.size(); ++w) {
+    writer.store().merge(StateStore::from_bytes(state.workers[w]), writer.name() + "/worker" + std::to_string(w));
+  }
+  if (state.dispatcher) writer.store().merge(StateStore::from_bytes(*state.dispatcher), writer.name() + "/dispatcher");
+}
+
+void MultiProcessingReadingService::resume_after_checkpoint() {
+  if (!group_ || paused_) return;
+  group_->resume();
+  resume_main_nodes();
+}
+
+DataPipePtr MultiProcessingReadingService::restore(DataPipePtr graph, const StateReader& reader) {
+  const auto workers = reader.read<std::uint64_t>("workers");
+  if (workers != options_.num_workers) {
+    DPIPE_THROW(StateError,
+                "the checkpoint was saved with {} worker processes; this MultiProcessingReadingService has {}: "
+                "restore it with the same num_workers",
+                workers, options_.num_workers);
+  }
+  if (!reader.read<bool>("started")) return initialize(std::move(graph));
+  detail::mp::GroupState state;
+  state.generation = reader.read<std::uint64_t>("generation");
+  for (std::size_t w = 0; w < options_.num_workers; ++w) {
+    state.workers.push_back(reader.store().subset(reader.name() + "/worker" + std::to_string(w)).to_bytes());
+  }
+  auto dispatcher = reader.store().subset(reader.name() + "/dispatcher");
+  if (!dispatcher.empty()) state.dispatcher = dispatcher.to_bytes();
+  return start(std::move(graph), &state);
+}
+
+std::string MultiProcessingReadingService::to_dot() const {
+  if (!end_) return {};
+  graph::DataPipeGraph picture;
+  graph::DotOptions options;
+  options.title = "MultiProcessingReadingService";
+  const auto add = [&](const DataPipePtr& root, std::string label) {
+    auto part = graph::traverse_dps(root);
+    graph::DotCluster cluster{std::move(label), {}};
+    for (const auto& node : graph::list_dps(part)) cluster.node_ids.push_back(node->id());
+    options.clusters.push_back(std::move(cluster));
+    for (auto& entry : part.entries) picture.entries.push_back(std::move(entry));
+  };
+  add(end_, "main process");
+  if (options_.num_workers == 0) return graph::to_dot(picture, options);
+  add(branch_, fmt::format("{} worker processes (each runs a copy)", options_.num_workers));
+  options.links.push_back({branch_->id(), merge_->id(), "shared memory"});
+  if (dispatched_) {
+    add(dispatched_, "dispatching process");
+    options.links.push_back({dispatched_->id(), placeholder_->id(), "element j to worker j mod N"});
+  }
+  return graph::to_dot(picture, options);
+}
+
+std::vector<pid_t> MultiProcessingReadingService::worker_pids() const {
+  return group_ ? group_->worker_pids() : std::vector<pid_t>{};
+}
+
+std::optional<pid_t> MultiProcessingReadingService::dispatcher_pid() const {
+  return group_ ? group_->dispatcher_pid() : std::nullopt;
+}
+
+}  // namespace dpipe

@@ -1,0 +1,124 @@
+// RecordMerge.
+
+#include "record_merge.hpp"
+
+#include <string>
+#include <utility>
+
+#include <dpipe/core/error.hpp>
+
+namespace dpipe::detail::mp {
+
+RecordMerge::RecordMerge(std::vector<StreamLink> inputs, Endpoint endpoint, std::function<std::uint64_t()> generation,
+                         std::shared_ptr<const void> owner)
+    : owner_(std::move(owner)), endpoint_(endpoint), generation_(std::move(generation)) {
+  inputs_.reserve(inputs.size());
+  for (auto& link : inputs) inputs_.emplace_back(std::move(link));
+  exhausted_.assign(inputs_.size(), false);
+  live_ = inputs_.size();
+}
+
+void RecordMerge::release_held() {
+  if (held_ == nullptr) return;
+  held_->release_piece(held_piece_);
+  held_ = nullptr;
+}
+
+std::optional<std::span<const std::byte>> RecordMerge::next() {
+  release_held();
+  if (failure_) throw_worker_error(*failure_);
+  drained_ = false;
+  while (live_ > 0) {
+    RecordStream& input = inputs_[cursor_];
+    if (exhausted_[cursor_]) {
+      advance();
+      continue;
+    }
+    const auto piece = input.take(endpoint_, expected_, buffer_);
+    switch (piece.kind) {
+      case RecordKind::kElement:
+        if (piece.in_ring) {
+          held_ = &input;
+          held_piece_ = piece;
+        }
+        advance();
+        return piece.bytes;
+      case RecordKind::kEnd:
+        input.release_piece(piece);
+        exhausted_[cursor_] = true;
+        --live_;
+        advance();
+        continue;
+      case RecordKind::kError:
+        failure_ = from_bytes<ErrorReport>(piece.bytes);
+        input.release_piece(piece);
+        throw_worker_error(*failure_);
+      default:
+        DPIPE_THROW(Error, "dpipe internal error: unexpected record kind {} from {}", static_cast<int>(piece.kind),
+                    input.name());
+    }
+  }
+  return std::nullopt;
+}
+
+void RecordMerge::reset() {
+  release_held();
+  expected_ = generation_();
+  for (auto& input : inputs_) input.reset();
+  exhausted_.assign(inputs_.size(), false);
+  cursor_ = 0;
+  live_ = inputs_.size();
+  failure_.reset();
+  drained_ = false;
+}
+
+void RecordMerge::drain_until_paused(std::uint64_t request) {
+  release_held();
+  for (auto& input : inputs_) input.drain_until_paused(endpoint_, expected_, request);
+  drained_ = true;
+}
+
+RecordKind RecordMerge::read_reply(std::size_t input, std::vector<std::byte>& payload) {
+  drained_ = true;
+  return inputs_.at(input).read_reply(endpoint_, payload);
+}
+
+void RecordMerge::save_state(StateWriter& writer) const {
+  if (!drained_ || held_ != nullptr) {
+    DPIPE_THROW(StateError,
+                "the merge of the worker processes is running: save a checkpoint through DataLoader2::state_dict(), "
+                "which pauses the workers first");
+  }
+  if (failure_) DPIPE_THROW(StateError, "a worker process failed; a failed pipeline cannot be checkpointed");
+  writer.write("cursor", std::uint64_t{cursor_});
+  writer.write("exhausted", exhausted_);
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    StateWriter input = writer.scope("input" + std::to_string(i));
+    inputs_[i].save(input);
+  }
+}
+
+void RecordMerge::load_state(const StateReader& reader) {
+  const auto cursor = reader.read<std::uint64_t>("cursor");
+  auto exhausted = reader.read<std::vector<bool>>("exhausted");
+  if (exhausted.size() != inputs_.size()) {
+    DPIPE_THROW(StateError, "{}: the checkpoint merges {} processes, this one {}", reader.name(), exhausted.size(),
+                inputs_.size());
+  }
+  if (cursor >= inputs_.size()) DPIPE_THROW(StateError, "{}: merge position {} out of range", reader.name(), cursor);
+  release_held();
+  for (std::size_t i = 0; i < inputs_.size(); ++i) inputs_[i].load(reader.scope("input" + std::to_string(i)));
+  cursor_ = static_cast<std::size_t>(cursor);
+  exhausted_ = std::move(exhausted);
+  live_ = 0;
+  for (const bool done : exhausted_) live_ += done ? 0 : 1;
+  expected_ = generation_();
+  failure_.reset();
+  drained_ = true;
+}
+
+void RecordMerge::for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const {
+  for (const auto& input : inputs_) input.for_each_stored_element(visit);
+}
+
+}  // namespace dpipe::detail::mp

@@ -1,0 +1,67 @@
+#pragma once
+// RecordMerge: the RecordSource behind a decoding node. In the main process it merges the workers'
+// data rings, strictly cyclic over the live workers in worker-id order (torchdata v0.6.1's order:
+// an exhausted worker is skipped, so shards of any sizes merge without loss). In a worker it reads
+// the one ring the dispatching process feeds. Private to the library.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <dpipe/core/element_codec.hpp>
+
+#include "reading_service/multiprocessing/transport/endpoint.hpp"
+#include "reading_service/multiprocessing/transport/error_report.hpp"
+#include "reading_service/multiprocessing/transport/record_stream.hpp"
+
+namespace dpipe::detail::mp {
+
+/// Thread-safety: one thread (the one iterating the decoding node, or the main thread while that
+/// node is paused).
+class RecordMerge final : public RecordSource {
+ public:
+  /// `generation` tells reset() which epoch's records to expect (see protocol.hpp); `owner` keeps
+  /// alive what the rings and the endpoint live in.
+  RecordMerge(std::vector<StreamLink> inputs, Endpoint endpoint, std::function<std::uint64_t()> generation,
+              std::shared_ptr<const void> owner = nullptr);
+  RecordMerge(const RecordMerge&) = delete;
+  RecordMerge& operator=(const RecordMerge&) = delete;
+
+  std::optional<std::span<const std::byte>> next() override;
+  void reset() override;
+  /// Requires drain_until_paused() (or load_state()) since the last read from a ring.
+  void save_state(StateWriter& writer) const override;
+  /// Refuses (StateError) stored records of unknown kinds and error reports that do not decode.
+  void load_state(const StateReader& reader) override;
+  void for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const override;
+
+  /// Reads every ring up to the kPaused(request) marker, keeping what precedes it for next().
+  /// Afterwards save_state() may run.
+  void drain_until_paused(std::uint64_t request);
+  /// The next whole record of input `input` after a drain: a kState or kError reply.
+  RecordKind read_reply(std::size_t input, std::vector<std::byte>& payload);
+
+ private:
+  void advance() noexcept { cursor_ = (cursor_ + 1) % inputs_.size(); }
+  void release_held();
+
+  std::shared_ptr<const void> owner_;
+  std::vector<RecordStream> inputs_;
+  std::vector<bool> exhausted_;
+  Endpoint endpoint_;
+  std::function<std::uint64_t()> generation_;
+  std::uint64_t expected_ = 0;
+  std::size_t cursor_ = 0;
+  std::size_t live_ = 0;
+  RecordStream* held_ = nullptr;  // whose ring record next() returned; released at the next call
+  RecordStream::Piece held_piece_;
+  std::vector<std::byte> buffer_;  // an element joined from parts or taken from what was stored
+  std::optional<ErrorReport> failure_;
+  bool drained_ = false;
+};
+
+}  // namespace dpipe::detail::mp

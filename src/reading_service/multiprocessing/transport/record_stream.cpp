@@ -1,0 +1,166 @@
+// RecordStream.
+
+#include "record_stream.hpp"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+#include <dpipe/core/error.hpp>
+
+#include "reading_service/multiprocessing/transport/error_report.hpp"
+
+namespace dpipe::detail::mp {
+namespace {
+
+/// How many elements a waiting reader asks for before its writer wakes it (see
+/// RingWriter::reader_wants_wake): one wake-up for a batch, not one per element.
+constexpr std::uint64_t kWakeBatch = 8;
+
+}  // namespace
+
+void RecordStream::release(const RingReader::Record& record) {
+  if (reader_.release(record)) link_.writer_bell->ring();
+}
+
+void RecordStream::release_piece(const Piece& piece) {
+  if (piece.in_ring) release(piece.record);
+}
+
+RingReader::Record RecordStream::wait_record(const Endpoint& endpoint) {
+  if (auto record = reader_.peek()) return *record;
+  std::optional<RingReader::Record> record;
+  reader_.start_waiting(kWakeBatch);
+  if (link_.feeder_bell != nullptr) link_.feeder_bell->ring();
+  try {
+    endpoint.wait(
+        [&] {
+          record = reader_.peek();
+          return record.has_value();
+        },
+        [&] {
+          return fmt::format(
+              "MultiProcessingReadingService: {} sent nothing for {} ms (the timeout); it may be stuck in a user "
+              "function",
+              link_.name, endpoint.timeout.count());
+        },
+        kReaderFirstSleep);
+  } catch (...) {
+    reader_.stop_waiting();
+    throw;
+  }
+  reader_.stop_waiting();
+  return *record;
+}
+
+void RecordStream::assemble(const Endpoint& endpoint, RingReader::Record first, std::vector<std::byte>& out) {
+  out.assign(first.payload.begin(), first.payload.end());
+  bool more = first.more;
+  release(first);
+  while (more) {
+    const auto part = wait_record(endpoint);
+    out.insert(out.end(), part.payload.begin(), part.payload.end());
+    more = part.more;
+    release(part);
+  }
+}
+
+bool RecordStream::skip_out_of_sync(const Endpoint& endpoint, std::uint64_t generation,
+                                    const RingReader::Record& record) {
+  if (record.kind == RecordKind::kResetAck) {
+    if (!synced_ && from_bytes<std::uint64_t>(record.payload) == generation) synced_ = true;
+    release(record);
+    return true;
+  }
+  if (synced_) return false;
+  // A record of an epoch the reader has left: drop it, with its parts.
+  bool more = record.more;
+  release(record);
+  while (more) {
+    const auto part = wait_record(endpoint);
+    more = part.more;
+    release(part);
+  }
+  return true;
+}
+
+RecordStream::Piece RecordStream::take(const Endpoint& endpoint, std::uint64_t generation,
+                                       std::vector<std::byte>& buffer) {
+  if (!stored_.empty()) {
+    Stored stored = std::move(stored_.front());
+    stored_.pop_front();
+    buffer = std::move(stored.bytes);
+    return Piece{stored.kind, buffer, false, {}};
+  }
+  for (;;) {
+    const auto record = wait_record(endpoint);
+    if (record.kind == RecordKind::kResetAck && synced_ && from_bytes<std::uint64_t>(record.payload) > generation) {
+      return Piece{RecordKind::kEnd, {}, false, {}};  // the marker stays for the reset that follows
+    }
+    if (skip_out_of_sync(endpoint, generation, record)) continue;
+    if (record.kind == RecordKind::kPaused) {
+      release(record);
+      continue;
+    }
+    if (record.more) {
+      const RecordKind kind = record.kind;
+      assemble(endpoint, record, buffer);
+      return Piece{kind, buffer, false, {}};
+    }
+    return Piece{record.kind, record.payload, true, record};
+  }
+}
+
+void RecordStream::drain_until_paused(const Endpoint& endpoint, std::uint64_t generation, std::uint64_t request) {
+  for (;;) {
+    const auto record = wait_record(endpoint);
+    if (skip_out_of_sync(endpoint, generation, record)) continue;
+    if (record.kind == RecordKind::kPaused) {
+      const auto marker = from_bytes<std::uint64_t>(record.payload);
+      release(record);
+      if (marker == request) return;
+      continue;
+    }
+    Stored stored{record.kind, {}};
+    assemble(endpoint, record, stored.bytes);
+    stored_.push_back(std::move(stored));
+  }
+}
+
+RecordKind RecordStream::read_reply(const Endpoint& endpoint, std::vector<std::byte>& payload) {
+  const auto record = wait_record(endpoint);
+  const RecordKind kind = record.kind;
+  assemble(endpoint, record, payload);
+  return kind;
+}
+
+void RecordStream::reset() noexcept {
+  stored_.clear();
+  synced_ = false;
+}
+
+void RecordStream::save(StateWriter& writer) const {
+  writer.write("stored", std::vector<Stored>(stored_.begin(), stored_.end()));
+}
+
+void RecordStream::load(const StateReader& reader) {
+  auto stored = reader.read<std::vector<Stored>>("stored");
+  for (const auto& record : stored) {
+    if (record.kind != RecordKind::kElement && record.kind != RecordKind::kEnd && record.kind != RecordKind::kError) {
+      DPIPE_THROW(StateError, "the checkpoint's field {}:stored holds a record of kind {}", reader.name(),
+                  static_cast<int>(record.kind));
+    }
+    if (record.kind == RecordKind::kError) {
+      try {
+        (void)from_bytes<ErrorReport>(record.bytes);
+      } catch (const SerializationError& error) {
+        DPIPE_THROW(StateError, "the checkpoint's field {}:stored holds a corrupt error report: {}", reader.name(),
+                    error.what());
+      }
+    }
+  }
+  stored_.assign(std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()));
+  synced_ = true;
+}
+
+}  // namespace dpipe::detail::mp

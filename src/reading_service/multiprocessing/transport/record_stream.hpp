@@ -1,0 +1,94 @@
+#pragma once
+// RecordStream: the reading side of one ring, with the rules every reader of a child's ring follows.
+// It waits through an Endpoint (liveness, timeout), joins a record's parts, follows the epoch
+// markers (kResetAck) so that the records of an epoch the reader has left are dropped, keeps what
+// it reads ahead while draining for a checkpoint, and reads replies. RecordMerge reads the workers'
+// rings with it; the main process reads the dispatching process's replies with it. Private to the
+// library.
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <dpipe/core/state.hpp>
+
+#include "reading_service/multiprocessing/transport/endpoint.hpp"
+#include "reading_service/multiprocessing/transport/ring.hpp"
+
+namespace dpipe::detail::mp {
+
+/// One ring a reader reads, and who writes it.
+struct StreamLink {
+  RingMemory ring;
+  Bell* writer_bell = nullptr;  // rung after a release when the writer asked for it
+  Bell* feeder_bell = nullptr;  // if set, rung when this reader starts waiting (it is starving)
+  std::string name;             // the writing process: "worker process 1"
+};
+
+/// Thread-safety: one reading thread.
+class RecordStream {
+ public:
+  /// A record for the consumer: in the ring (release it with release_piece), or joined from parts
+  /// or stored, in the caller's buffer.
+  struct Piece {
+    RecordKind kind = RecordKind::kEnd;
+    std::span<const std::byte> bytes;
+    bool in_ring = false;
+    RingReader::Record record;
+  };
+
+  explicit RecordStream(StreamLink link) : link_(std::move(link)), reader_(link_.ring) {}
+
+  [[nodiscard]] const std::string& name() const noexcept { return link_.name; }
+
+  /// The next element, end or error record of epoch `generation`: stored records first, then the
+  /// ring's; pause markers and records of older epochs are skipped. A record of a later epoch
+  /// (the writer started an epoch this reader has not been reset for) reads as kEnd and stays.
+  Piece take(const Endpoint& endpoint, std::uint64_t generation, std::vector<std::byte>& buffer);
+  /// Frees a piece's ring record.
+  void release_piece(const Piece& piece);
+
+  /// Reads records up to the kPaused(request) marker, storing the elements, ends and errors before
+  /// it for take().
+  void drain_until_paused(const Endpoint& endpoint, std::uint64_t generation, std::uint64_t request);
+  /// The next whole record, joined from its parts: a reply (kState or kError).
+  RecordKind read_reply(const Endpoint& endpoint, std::vector<std::byte>& payload);
+
+  /// Forgets stored records and the epoch it followed.
+  void reset() noexcept;
+
+  /// Checkpoints: the stored records.
+  void save(StateWriter& writer) const;
+  void load(const StateReader& reader);
+  /// Calls `visit` with every stored element.
+  template <class Visit>
+  void for_each_stored_element(Visit&& visit) const {
+    for (const auto& stored : stored_) {
+      if (stored.kind == RecordKind::kElement) visit(std::span<const std::byte>(stored.bytes));
+    }
+  }
+
+ private:
+  struct Stored {
+    RecordKind kind = RecordKind::kElement;
+    std::vector<std::byte> bytes;
+    DPIPE_FIELDS(kind, bytes)
+  };
+
+  RingReader::Record wait_record(const Endpoint& endpoint);
+  void release(const RingReader::Record& record);
+  /// Joins `first` and the parts after it into `out`, releasing them.
+  void assemble(const Endpoint& endpoint, RingReader::Record first, std::vector<std::byte>& out);
+  /// Follows kResetAck markers; returns true when `record` was consumed as one, or as a stale
+  /// record of an older epoch.
+  bool skip_out_of_sync(const Endpoint& endpoint, std::uint64_t generation, const RingReader::Record& record);
+
+  StreamLink link_;
+  RingReader reader_;
+  std::deque<Stored> stored_;  // read from the ring ahead of the consumer
+  bool synced_ = false;        // has seen kResetAck of the expected epoch
+};
+
+}  // namespace dpipe::detail::mp

@@ -1,0 +1,97 @@
+// A worker process: runs its copy of the replicable branch and streams the elements into its data
+// ring.
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/typed_op.hpp>
+#include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/settings.hpp>
+
+#include "reading_service/multiprocessing/child_loop.hpp"
+#include "reading_service/multiprocessing/transport/record_merge.hpp"
+#include "reading_service/multiprocessing/worker_context.hpp"
+
+namespace dpipe::detail::mp {
+namespace {
+
+/// Elements encoded between two looks at the control ring.
+constexpr std::size_t kBatch = 16;
+
+class Worker final : public ChildLoop {
+ public:
+  explicit Worker(const ChildLaunch& launch)
+      : ChildLoop(launch, fmt::format("worker process {}", launch.worker_id),
+                  WorkerInfo{launch.plan->config.num_workers, launch.worker_id}, launch.plan->branch->element_type(),
+                  launch.pool->worker(launch.worker_id), launch.pool->worker_control(launch.worker_id)),
+        sink_(launch.pool->data_ring(launch.worker_id), endpoint_, &launch.pool->main_bell(), "the main process"),
+        budget_(std::max<std::size_t>(
+            1, plan_.config.worker_prefetch_cnt +
+                   (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)) {
+    start([&] { build_graph(*launch.pool); },
+          launch.restored != nullptr ? &launch.restored->workers.at(info_.worker_id) : nullptr);
+  }
+
+ private:
+  void build_graph(const SharedPool& pool) {
+    root_ = plan_.branch;
+    if (plan_.dispatched) {
+      const std::size_t w = info_.worker_id;
+      feed_ = std::make_shared<RecordMerge>(
+          std::vector<StreamLink>{StreamLink{pool.dispatch_ring(w), &pool.dispatcher().bell, &pool.dispatcher().bell,
+                                             "dispatching process"}},
+          endpoint_, [this] { return progress_.generation; });
+      auto decoder = apply_typed_op<ops::Decode>(plan_.dispatched, feed_, "from_dispatcher");
+      root_ = graph::replace_dp(graph::traverse_dps(root_), plan_.placeholder, decoder).root();
+    }
+    graph::apply_sharding(root_, info_.num_workers, info_.worker_id, ShardingPriority::kMultiprocessing);
+    auto root = root_;
+    root_ = nullptr;
+    set_root(plan_.config.worker_init_fn ? plan_.config.worker_init_fn(root, info_) : root);
+  }
+
+  void seed(SeedGenerator& seeds, std::uint64_t /*epoch*/) override {
+    // torchdata seeds Python's and torch's generators with the first two worker-stream values.
+    const auto first = seeds.generate_seed();
+    seed_worker(first, seeds.generate_seed());
+    graph::set_graph_random_seed(root_, seeds);
+  }
+
+  [[nodiscard]] bool has_room() override { return sink_.writer().elements_in_flight() < budget_; }
+
+  void produce() override {
+    const std::size_t wanted =
+        std::min(kBatch, budget_ - static_cast<std::size_t>(sink_.writer().elements_in_flight()));
+    if (encoder_->encode(wanted, sink_) < wanted) {
+      progress_.ended = true;
+      sink_.write_record(RecordKind::kEnd, {});
+    }
+    sink_.flush();
+  }
+
+  void broadcast(RecordKind kind, std::span<const std::byte> payload) override { sink_.write_record(kind, payload); }
+  [[nodiscard]] RingSink& replies() override { return sink_; }
+
+  void before_checkpoint(std::uint64_t request) override {
+    if (feed_) feed_->drain_until_paused(request);
+  }
+
+  void prepare_wait() override { sink_.wake_reader_before_waiting(); }
+  // Woken when the main process has read half of what is in flight.
+  void request_wakes() override { sink_.writer().request_wake_for_elements(budget_ / 2); }
+  void clear_wakes() override { sink_.writer().clear_wake(); }
+
+  RingSink sink_;
+  std::size_t budget_;
+  std::shared_ptr<RecordMerge> feed_;  // from the dispatching process, if one runs
+};
+
+}  // namespace
+
+int run_worker(const ChildLaunch& launch) noexcept { return run_child<Worker>(launch); }
+
+}  // namespace dpipe::detail::mp

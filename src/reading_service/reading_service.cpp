@@ -1,0 +1,24 @@
+// The defaults of the reading-service interfaces.
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/reading_service/reading_service.hpp>
+
+namespace dpipe {
+namespace {
+
+[[noreturn]] void throw_unsupported(const char* hook) {
+  DPIPE_THROW(NotSupportedError, "this reading service does not support `{}`", hook);
+}
+
+}  // namespace
+
+GraphFunction ReadingServiceInterface::initialize_iteration(SeedGenerator& /*seeds*/, GraphFunction /*iter_reset_fn*/) {
+  return {};
+}
+GraphFunction ReadingServiceInterface::pause(GraphFunction /*pause_fn*/) { throw_unsupported("pause"); }
+GraphFunction ReadingServiceInterface::resume(GraphFunction /*resume_fn*/) { throw_unsupported("resume"); }
+GraphFunction ReadingServiceInterface::limit(std::optional<std::size_t> /*num_batches*/, GraphFunction /*limit_fn*/) {
+  throw_unsupported("limit");
+}
+
+}  // namespace dpipe

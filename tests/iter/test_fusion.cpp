@@ -1,0 +1,176 @@
+// Fused element-wise runs (iter/detail/fusion.hpp): a chain of maps and filters pulled in bulk runs
+// as one loop. It must yield exactly what the nodes yield one by one (statistics switch fusion off),
+// leave the same state behind for checkpoints, consume nothing past what it hands out from a range
+// source, and fall back when the run no longer holds.
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "support/battery.hpp"
+
+namespace {
+
+namespace iter = dpipe::iter;
+namespace graph = dpipe::graph;
+
+using dpipe::testing::range;
+
+/// Every batch of one iteration.
+template <class T>
+std::vector<T> batches(const dpipe::IterPipe<T>& pipe) {
+  return dpipe::testing::collect(pipe);
+}
+
+/// The same batches, with statistics on, which runs every node on its own.
+template <class T>
+std::vector<T> unfused(const dpipe::IterPipe<T>& pipe) {
+  graph::enable_statistics(pipe.ptr());
+  auto result = batches(pipe);
+  graph::enable_statistics(pipe.ptr(), false);
+  return result;
+}
+
+/// The value of field `name` of the node at `path` in a graph checkpoint of `pipe`.
+template <class T, class Pipe>
+T saved_field(const Pipe& pipe, const std::string& path, const std::string& name) {
+  const auto store = dpipe::StateStore::from_blob(graph::save_state(pipe));
+  return dpipe::StateReader(store, "graph/" + path).read<T>(name);
+}
+
+TEST_CASE("fusion: runs fed by a range / by a node yield what the nodes yield one by one", "[iter][fusion]") {
+  const auto odd_squares = [](const auto& source) {
+    return source.map([](int x) { return x * x; }).filter([](int x) { return x % 2 == 1; });
+  };
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {
+    INFO("batch " << batch);
+    const auto fused_from_range = odd_squares(iter::from(range(1000))).batch(batch);
+    const auto fused_from_node = odd_squares(iter::from(range(1000)).header(900)).batch(batch);
+    std::vector<std::vector<int>> expected;
+    std::vector<int> current;
+    for (int x = 0; x < 1000; ++x) {
+      if ((x * x) % 2 == 0) continue;
+      current.push_back(x * x);
+      if (current.size() == batch) expected.push_back(std::exchange(current, {}));
+    }
+    if (!current.empty()) expected.push_back(current);
+    CHECK(batches(fused_from_range) == expected);
+    CHECK(unfused(fused_from_range) == expected);
+    CHECK(batches(fused_from_node) == unfused(fused_from_node));
+  }
+  // Long runs: filter after filter, maps between them, a map to another type at the end.
+  const auto long_run = iter::from(range(2000))
+                            .filter([](int x) { return x % 3 != 0; })
+                            .map([](int x) { return x + 7; })
+                            .filter([](int x) { return x % 5 != 0; })
+                            .map([](int x) { return std::to_string(x); })
+                            .batch(17);
+  CHECK(batches(long_run) == unfused(long_run));
+  // 1, 2, 4, 5, 7, 8, 10, ... (not multiples of 3) + 7 = 8, 9, 11, 12, 14, 15, 17, ..., without multiples of 5.
+  CHECK(batches(long_run).front() == std::vector<std::string>{"8", "9", "11", "12", "14", "17", "18", "21", "23", "24",
+                                                              "26", "27", "29", "32", "33", "36", "38"});
+}
+
+TEST_CASE("fusion: a run fed by a range reads nothing past the element that filled the batch", "[iter][fusion]") {
+  auto pipe = iter::from(range(100)).map([](int x) { return x + 1; }).filter([](int x) { return x % 4 == 0; }).batch(3);
+  auto it = pipe.begin();
+  CHECK(*it == std::vector<int>{4, 8, 12});
+  // Sources 3, 7 and 11 filled the batch: the source stands right after 11, nothing waits.
+  CHECK(saved_field<std::uint64_t>(pipe, "batch/filter/map/from", "position") == 12);
+  CHECK(saved_field<std::vector<int>>(pipe, "batch/filter", "pending").empty());
+}
+
+TEST_CASE("fusion: the element that fails is consumed and nothing after it", "[iter][fusion]") {
+  auto pipe = iter::from(range(50))
+                  .map([](int x) {
+                    if (x == 5) throw std::invalid_argument("five");
+                    return x;
+                  })
+                  .filter([](int) { return true; })
+                  .batch(8);
+  std::vector<std::vector<int>> got;
+  CHECK_THROWS_MATCHES(
+      [&] {
+        for (auto& batch : pipe) got.push_back(batch);
+      }(),
+      std::invalid_argument, Catch::Message("five"));
+  CHECK(got.empty());
+  CHECK(saved_field<std::uint64_t>(pipe, "batch/filter/map/from", "position") == 6);
+}
+
+TEST_CASE("fusion: checkpoints taken fused restore unfused and the other way round", "[iter][fusion][state]") {
+  // One filter followed by a map, and two filters (the first one's read-ahead, left by a node-by-node
+  // pull, must drain before the run can pull as one loop again).
+  const std::vector<std::function<dpipe::IterPipe<std::vector<int>>()>> makers{
+      [] {
+        return iter::from(range(300))
+            .filter([](int x) { return x % 7 != 3; })
+            .map([](int x) { return x * 2; })
+            .batch(5);
+      },
+      [] {
+        return iter::from(range(300))
+            .filter([](int x) { return x % 3 != 0; })
+            .map([](int x) { return x + 1; })
+            .filter([](int x) { return x % 4 != 0; })
+            .batch(6);
+      }};
+  for (const auto& make : makers) {
+    const auto expected = batches(make());
+    for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{4}, std::size_t{20}}) {
+      for (const bool save_fused : {true, false}) {
+        INFO("after " << k << " batches, saved " << (save_fused ? "fused" : "unfused"));
+        auto saved = make();
+        if (!save_fused) graph::enable_statistics(saved.ptr());
+        auto it = saved.begin();
+        for (std::size_t i = 0; i < k; ++i) {
+          (void)*it;
+          ++it;
+        }
+        const auto blob = graph::save_state(saved);
+        auto restored = make();
+        if (save_fused) graph::enable_statistics(restored.ptr());
+        graph::load_state(restored, blob);
+        std::vector<std::vector<int>> rest;
+        for (auto& batch : restored) rest.push_back(batch);
+        CHECK(rest == std::vector<std::vector<int>>(expected.begin() + static_cast<std::ptrdiff_t>(k), expected.end()));
+        // Fused again after an unfused start: the rest of a third copy restored and run fused.
+        auto refused = make();
+        graph::load_state(refused, blob);
+        CHECK(batches(refused) == rest);
+      }
+    }
+  }
+}
+
+TEST_CASE("fusion: a run with a replaced node pulls node by node", "[iter][fusion]") {
+  // Graph surgery: the map becomes a threadpool_map; the batch node still reads the same filter.
+  auto pipe = iter::from(range(200)).map([](int x) { return x * 3; }).filter([](int x) { return x % 2 == 0; }).batch(8);
+  const auto expected = batches(pipe);
+  const auto map_node = graph::find_dps(graph::traverse_dps(pipe), "map").front();
+  (void)graph::replace_dp(graph::traverse_dps(pipe), map_node,
+                          dpipe::apply_typed_op<dpipe::ops::ToThreadPoolMap>(map_node, 2, 8));
+  CHECK(graph::find_dps(graph::traverse_dps(pipe), "threadpool_map").size() == 1);
+  CHECK(batches(pipe) == expected);
+}
+
+TEST_CASE("fusion: a stale edge inside a run is refused as node by node", "[iter][fusion]") {
+  auto mapped = iter::from(range(100)).map([](int x) { return x + 1; });
+  auto filtered = mapped.filter([](int x) { return x % 2 == 0; });
+  auto pipe = filtered.batch(4);
+  auto it = pipe.begin();
+  CHECK(*it == std::vector<int>{2, 4, 6, 8});
+  (void)mapped.begin();  // a new iteration of a node inside the run
+  CHECK_THROWS_AS(
+      [&] {
+        ++it;
+        (void)*it;
+      }(),
+      dpipe::UsageError);
+}
+
+}  // namespace

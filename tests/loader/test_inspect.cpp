@@ -1,0 +1,133 @@
+// dpipe-inspect, run as a program on checkpoint files a test writes: the summary, every node with
+// its scalar fields, the workers' nodes, and a clear error for a file that is not a checkpoint.
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <dpipe/dpipe.hpp>
+
+#include "support/battery.hpp"
+
+namespace {
+
+using dpipe::testing::range;
+
+/// A file in the temporary directory, removed at the end of the test.
+class TempFile {
+ public:
+  explicit TempFile(const std::vector<std::byte>& bytes) {
+    char name[] = "/tmp/dpipe-inspect-XXXXXX";
+    const int fd = mkstemp(name);
+    REQUIRE(fd >= 0);
+    close(fd);
+    path_ = name;
+    std::ofstream out(path_, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct Run {
+  int status = -1;
+  std::vector<std::string> lines;  // stdout and stderr
+};
+
+Run inspect(const std::string& path) {
+  Run run;
+  FILE* pipe = popen((std::string(DPIPE_INSPECT_PROGRAM) + " " + path + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string line;
+  for (int c = std::fgetc(pipe); c != EOF; c = std::fgetc(pipe)) {
+    if (c == '\n') {
+      run.lines.push_back(line);
+      line.clear();
+    } else {
+      line.push_back(static_cast<char>(c));
+    }
+  }
+  const int status = pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST_CASE("dpipe-inspect: a loader's checkpoint shows its epoch / position / nodes and fields", "[loader][inspect]") {
+  dpipe::DataLoader2<std::vector<int>> loader(dpipe::iter::from(range(10)).shuffle(4).batch(2),
+                                              dpipe::InProcessReadingService());
+  loader.seed(0);
+  auto it = loader.begin();
+  ++it;
+  (void)*it;  // two batches handed out
+  const auto blob = loader.state_dict();
+  const TempFile file(blob);
+  const Run run = inspect(file.path());
+  CHECK(run.status == 0);
+  REQUIRE(run.lines.size() == 18);
+  CHECK(run.lines[0] == "dpipe checkpoint: format 2, " + std::to_string(blob.size()) + " bytes, 19 fields");
+  CHECK(run.lines[1] == "epoch: 1, elements taken in it: 2, epoch ended: false, paused: false");
+  CHECK(run.lines[2] == "worker processes: 0 (in process), ranks: 1");
+  CHECK(run.lines[3] == "nodes (2):");
+  CHECK_THAT(run.lines[4], Catch::Matches("  graph/batch/shuffle \\(int\\), [0-9]+ bytes: enabled=true "
+                                          "pending_seed=<1 bytes> draining=false rng=<[0-9]+ bytes> "
+                                          "buffer=<24 bytes>"));  // a count and four ints
+  CHECK_THAT(run.lines[5], Catch::Matches("  graph/batch/shuffle/from \\(int\\), 8 bytes: position=8"));
+  CHECK(run.lines[6] == "other fields (11):");
+  CHECK_THAT(run.lines[7], Catch::Matches("  loader:pipeline = <[0-9]+ bytes>"));
+  CHECK(run.lines[8] == "  loader:seed = <9 bytes>");
+  CHECK(run.lines[9] == "  loader:reset_seed = false");
+  CHECK(run.lines[12] == "  loader:epoch = 1");
+  CHECK(run.lines[13] == "  loader:taken = 2");
+  CHECK(run.lines[15] == "  loader:paused = false");
+  CHECK(run.lines[16] == "  loader:mode = \"state\"");
+  CHECK(run.lines[17] == "  loader:service_state = false");
+}
+
+TEST_CASE("dpipe-inspect: a checkpoint of worker processes shows each worker's nodes", "[loader][inspect]") {
+  dpipe::DataLoader2<int> loader(dpipe::iter::from(range(40)).shuffle(4).sharding_filter(),
+                                 dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  loader.seed(1);
+  auto it = loader.begin();
+  for (int i = 0; i < 5; ++i) ++it;
+  const TempFile file(loader.state_dict());
+  loader.shutdown();
+  const Run run = inspect(file.path());
+  CHECK(run.status == 0);
+  REQUIRE(run.lines.size() > 8);
+  CHECK(run.lines[1] == "epoch: 1, elements taken in it: 5, epoch ended: false, paused: false");
+  CHECK(run.lines[2] == "worker processes: 2, ranks: 1");
+  std::vector<std::string> nodes;
+  for (const auto& line : run.lines) {
+    if (line.starts_with("  ") && line.find(" (int), ") != std::string::npos)
+      nodes.push_back(line.substr(2, line.find(" (") - 2));
+  }
+  CHECK(nodes == std::vector<std::string>{
+                     "service/worker0/graph/sharding_filter", "service/worker0/graph/sharding_filter/shuffle",
+                     "service/worker0/graph/sharding_filter/shuffle/from", "service/worker1/graph/sharding_filter",
+                     "service/worker1/graph/sharding_filter/shuffle",
+                     "service/worker1/graph/sharding_filter/shuffle/from", "graph/merge_workers"});
+}
+
+TEST_CASE("dpipe-inspect: a file that is not a checkpoint / a missing file are clear errors", "[loader][inspect]") {
+  const TempFile file(std::vector<std::byte>(40, std::byte{7}));
+  const Run garbage = inspect(file.path());
+  CHECK(garbage.status == 1);
+  CHECK(garbage.lines == std::vector<std::string>{"dpipe-inspect: " + file.path() +
+                                                  ": the bytes are not a dpipe checkpoint (bad magic)"});
+  const Run missing = inspect("/nonexistent/checkpoint");
+  CHECK(missing.status == 1);
+  CHECK(missing.lines ==
+        std::vector<std::string>{"dpipe-inspect: cannot open /nonexistent/checkpoint: No such file or directory"});
+}
+
+}  // namespace
