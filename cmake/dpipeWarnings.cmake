@@ -12,9 +12,9 @@ function(dpipe_target_defaults target)
       -fsanitize=${DPIPE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all
       $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
     target_link_options(${target} PRIVATE -fsanitize=${DPIPE_SANITIZE})
-    # GCC warns that ThreadSanitizer does not model atomic_thread_fence (moodycamel's queues and
-    # dpipe's bells use fences; the data they guard is published with release/acquire pairs,
-    # which it does model).
+    # GCC warns that ThreadSanitizer does not model atomic_thread_fence (the transport's rings and
+    # bells use fences; the data they guard is published with release/acquire pairs, which it
+    # does model).
     if(DPIPE_SANITIZE MATCHES "thread")
       target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>)
     endif()

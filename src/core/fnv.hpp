@@ -1,5 +1,5 @@
 #pragma once
-// FNV-1a, 64 bits: the checksums and fingerprints of checkpoints. Private to the library.
+// FNV-1a, 64 bits: the checksum of a checkpoint. Private to the library.
 
 #include <cstdint>
 #include <span>

@@ -51,7 +51,8 @@ ExceptionDescription describe_current_exception() {
     return {demangle(typeid(exception).name()), exception.what()};
   } catch (...) {
     const std::type_info* type = abi::__cxa_current_exception_type();
-    return {type != nullptr ? demangle(type->name()) : std::string("an unknown exception"), "(not a std::exception)"};
+    return {type != nullptr ? demangle(type->name()) : std::string("an unknown exception"), "(not a std::exception)",
+            false};
   }
 }
 
@@ -60,8 +61,7 @@ std::string describe(const std::exception_ptr& error) {
     std::rethrow_exception(error);
   } catch (...) {
     const ExceptionDescription description = describe_current_exception();
-    return description.message == "(not a std::exception)" ? description.type
-                                                           : description.type + ": " + description.message;
+    return description.is_std_exception ? description.type + ": " + description.message : description.type;
   }
 }
 

@@ -2,7 +2,7 @@
 
 #include <dpipe/reading_service/worker.hpp>
 
-#include "reading_service/multiprocessing/worker_context.hpp"
+#include "reading_service/worker_context.hpp"
 
 namespace dpipe {
 namespace {

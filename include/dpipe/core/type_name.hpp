@@ -31,6 +31,7 @@ std::string demangle(const char* mangled);
 struct ExceptionDescription {
   std::string type;
   std::string message;
+  bool is_std_exception = true;  ///< false: `message` only says that it was not one
 };
 
 /// Describes the exception being handled; call inside a catch block.

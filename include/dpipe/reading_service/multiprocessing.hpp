@@ -114,8 +114,8 @@ class MultiProcessingReadingService final
 
  private:
   DataPipePtr start(DataPipePtr graph, const detail::mp::GroupState* saved);
-  void pause_main_nodes();
-  void resume_main_nodes();
+  void stop_main_background();
+  void restart_main_background();
 
   MultiProcessingOptions options_;
   std::shared_ptr<detail::mp::ProcessGroup> group_;

@@ -11,7 +11,8 @@
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/state.hpp>
 
-#include "reading_service/multiprocessing/worker_context.hpp"
+#include "reading_service/multiprocessing/transport/record_stream.hpp"
+#include "reading_service/worker_context.hpp"
 
 namespace dpipe::detail::mp {
 
@@ -121,14 +122,12 @@ void ChildLoop::reset(std::uint64_t generation, SeedGenerator seeds, std::uint64
 }
 
 void ChildLoop::checkpoint(std::uint64_t request) {
-  try {
-    before_checkpoint(request);
-    replies().write_record(RecordKind::kState, save_state());
-  } catch (const Interrupted&) {
-    throw;
-  } catch (...) {
-    replies().write_record(RecordKind::kError, to_bytes(report_current_exception(name_)));
-  }
+  guarded(
+      [&] {
+        before_checkpoint(request);
+        replies().write_record(RecordKind::kState, save_state());
+      },
+      [&](const ErrorReport& report) { replies().write_record(RecordKind::kError, to_bytes(report)); });
 }
 
 std::vector<std::byte> ChildLoop::save_state() const {

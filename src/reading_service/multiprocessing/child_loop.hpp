@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dpipe/core/datapipe.hpp>
@@ -110,9 +111,15 @@ class ChildLoop {
   virtual void drop_pending() {}
 
   void fail(const ErrorReport& report);
-  /// Runs `body`; an exception from it (other than Interrupted) is reported with fail().
+  /// Runs `body`; an exception from it other than Interrupted (the main process's stop, which
+  /// ends the loop) goes to `on_error` as a report naming this child.
+  template <class Body, class OnError>
+  void guarded(Body&& body, OnError&& on_error);
+  /// guarded(body), reporting an exception to the readers with fail().
   template <class Body>
-  void reporting(Body&& body);
+  void reporting(Body&& body) {
+    guarded(std::forward<Body>(body), [this](const ErrorReport& report) { fail(report); });
+  }
 
   const GroupPlan& plan_;
   std::string name_;
@@ -139,31 +146,31 @@ class ChildLoop {
   std::optional<ErrorReport> startup_error_;
 };
 
-template <class Body>
-void ChildLoop::reporting(Body&& body) {
+template <class Body, class OnError>
+void ChildLoop::guarded(Body&& body, OnError&& on_error) {
   try {
     body();
   } catch (const Interrupted&) {
     throw;
   } catch (...) {
-    fail(report_current_exception(name_));
+    on_error(report_current_exception(name_));
   }
 }
 
 template <class MakeRoot>
 void ChildLoop::start(MakeRoot&& make_root, const std::vector<std::byte>* restored) {
-  try {
-    make_root();
-    if (restored != nullptr) restore_state(*restored);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (...) {
-    // Reported after the acknowledgement of the next epoch, which the main process waits for; a
-    // restored main process reads on without one: it hears it now.
-    startup_error_ = report_current_exception(name_);
-    progress_.active = false;
-    if (restored != nullptr) fail(*startup_error_);
-  }
+  guarded(
+      [&] {
+        make_root();
+        if (restored != nullptr) restore_state(*restored);
+      },
+      [&](ErrorReport report) {
+        // Reported after the acknowledgement of the next epoch, which the main process waits for;
+        // a restored main process reads on without one: it hears it now.
+        startup_error_ = std::move(report);
+        progress_.active = false;
+        if (restored != nullptr) fail(*startup_error_);
+      });
 }
 
 /// Runs a child's body `Loop` (built from the launch, then run()); returns its exit status, 71

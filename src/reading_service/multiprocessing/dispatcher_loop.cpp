@@ -10,7 +10,7 @@
 #include <dpipe/graph/settings.hpp>
 
 #include "reading_service/multiprocessing/child_loop.hpp"
-#include "reading_service/multiprocessing/worker_context.hpp"
+#include "reading_service/worker_context.hpp"
 
 namespace dpipe::detail::mp {
 namespace {

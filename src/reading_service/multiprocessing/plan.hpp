@@ -11,7 +11,6 @@
 
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
-#include <dpipe/serialization/serializer.hpp>
 
 namespace dpipe::detail::mp {
 

@@ -38,6 +38,12 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
   DPIPE_THROW(StateError, "{} cannot save its state: {}: {}", report.where, report.type, report.message);
 }
 
+/// A child's reply to a checkpoint request: its state, or (kError) why it cannot save it.
+std::vector<std::byte> take_reply(RecordKind kind, std::vector<std::byte> payload) {
+  if (kind == RecordKind::kError) throw_cannot_save(from_bytes<ErrorReport>(payload));
+  return payload;
+}
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
@@ -129,11 +135,6 @@ void ProcessGroup::pause() {
 void ProcessGroup::resume() {
   const auto message = to_bytes(ControlMessage{Command::kResume});
   for (std::size_t child = controls_.size(); child-- > 0;) send(controls_[child], child, message);
-}
-
-std::vector<std::byte> ProcessGroup::take_reply(RecordKind kind, std::vector<std::byte> payload) {
-  if (kind == RecordKind::kError) throw_cannot_save(from_bytes<ErrorReport>(payload));
-  return payload;
 }
 
 GroupState ProcessGroup::checkpoint() {

@@ -59,8 +59,6 @@ class ProcessGroup {
   void send_all(const std::vector<std::byte>& message);
   [[nodiscard]] ChildSlot& slot(std::size_t child) const;  // workers, then the dispatcher
   [[nodiscard]] Endpoint endpoint() { return Endpoint{&pool_.main_bell(), &children_, plan_.config.timeout}; }
-  /// A child's reply to a checkpoint request: its state, or (kError) why it cannot save it.
-  std::vector<std::byte> take_reply(RecordKind kind, std::vector<std::byte> payload);
 
   /// What the merge needs too: it keeps them alive while the main process's graph holds it.
   struct Resources {

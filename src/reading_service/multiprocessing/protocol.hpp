@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 #include <dpipe/random/seed_generator.hpp>
 #include <dpipe/serialization/serializer.hpp>
@@ -32,8 +31,5 @@ struct ControlMessage {
   std::optional<SeedGenerator> seeds{};  // kReset: the child's seeds
   DPIPE_FIELDS(command, value, epoch, seeds)
 };
-
-/// The payload of kResetAck and kPaused.
-inline std::vector<std::byte> marker_payload(std::uint64_t value) { return to_bytes(value); }
 
 }  // namespace dpipe::detail::mp

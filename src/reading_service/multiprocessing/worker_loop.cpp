@@ -14,7 +14,7 @@
 
 #include "reading_service/multiprocessing/child_loop.hpp"
 #include "reading_service/multiprocessing/transport/record_merge.hpp"
-#include "reading_service/multiprocessing/worker_context.hpp"
+#include "reading_service/worker_context.hpp"
 
 namespace dpipe::detail::mp {
 namespace {
@@ -49,9 +49,7 @@ class Worker final : public ChildLoop {
       root_ = graph::replace_dp(graph::traverse_dps(root_), plan_.placeholder, decoder).root();
     }
     graph::apply_sharding(root_, info_.num_workers, info_.worker_id, ShardingPriority::kMultiprocessing);
-    auto root = root_;
-    root_ = nullptr;
-    set_root(plan_.config.worker_init_fn ? plan_.config.worker_init_fn(root, info_) : root);
+    set_root(plan_.config.worker_init_fn ? plan_.config.worker_init_fn(root_, info_) : root_);
   }
 
   void seed(SeedGenerator& seeds, std::uint64_t /*epoch*/) override {

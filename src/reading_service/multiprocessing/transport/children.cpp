@@ -16,6 +16,20 @@
 #include <dpipe/core/error.hpp>
 
 namespace dpipe::detail::mp {
+namespace {
+
+/// "was killed by signal 9 (Killed)", "exited with status 3", from a waitpid status.
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    const char* name = strsignal(signal);
+    return fmt::format("was killed by signal {} ({})", signal, name != nullptr ? name : "unknown");
+  }
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return fmt::format("ended with wait status {}", status);
+}
+
+}  // namespace
 
 pid_t fork_child(const std::function<int()>& body) {
   const pid_t parent = getpid();
@@ -31,16 +45,6 @@ pid_t fork_child(const std::function<int()>& body) {
   } catch (...) {
   }
   _exit(code);  // no atexit handlers, no destructors of the parent's objects, no stdio flush
-}
-
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) {
-    const int signal = WTERMSIG(status);
-    const char* name = strsignal(signal);
-    return fmt::format("was killed by signal {} ({})", signal, name != nullptr ? name : "unknown");
-  }
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  return fmt::format("ended with wait status {}", status);
 }
 
 bool Children::poll(Child& child) noexcept {

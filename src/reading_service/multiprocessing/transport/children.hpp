@@ -20,9 +20,6 @@ namespace dpipe::detail::mp {
 /// main process decides how a Ctrl-C ends the workers).
 pid_t fork_child(const std::function<int()>& body);
 
-/// "was killed by signal 9 (Killed)", "exited with status 3", from a waitpid status.
-std::string describe_exit(int status);
-
 /// A forked child: its pid, its name in messages ("worker process 1"), and how it ended.
 struct Child {
   pid_t pid = -1;

@@ -24,7 +24,7 @@ namespace dpipe::detail::mp {
 /// node is paused).
 class RecordMerge final : public RecordSource {
  public:
-  /// `generation` tells reset() which epoch's records to expect (see protocol.hpp); `owner` keeps
+  /// `generation` tells reset() which epoch's records to expect (the kResetAck markers); `owner` keeps
   /// alive what the rings and the endpoint live in.
   RecordMerge(std::vector<StreamLink> inputs, Endpoint endpoint, std::function<std::uint64_t()> generation,
               std::shared_ptr<const void> owner = nullptr);

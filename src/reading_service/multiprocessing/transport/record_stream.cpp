@@ -11,6 +11,10 @@
 #include "reading_service/multiprocessing/transport/error_report.hpp"
 
 namespace dpipe::detail::mp {
+
+std::vector<std::byte> marker_payload(std::uint64_t value) { return to_bytes(value); }
+
+std::uint64_t marker_value(std::span<const std::byte> payload) { return from_bytes<std::uint64_t>(payload); }
 namespace {
 
 /// How many elements a waiting reader asks for before its writer wakes it (see
@@ -68,7 +72,7 @@ void RecordStream::assemble(const Endpoint& endpoint, RingReader::Record first, 
 bool RecordStream::skip_out_of_sync(const Endpoint& endpoint, std::uint64_t generation,
                                     const RingReader::Record& record) {
   if (record.kind == RecordKind::kResetAck) {
-    if (!synced_ && from_bytes<std::uint64_t>(record.payload) == generation) synced_ = true;
+    if (!synced_ && marker_value(record.payload) == generation) synced_ = true;
     release(record);
     return true;
   }
@@ -94,7 +98,7 @@ RecordStream::Piece RecordStream::take(const Endpoint& endpoint, std::uint64_t g
   }
   for (;;) {
     const auto record = wait_record(endpoint);
-    if (record.kind == RecordKind::kResetAck && synced_ && from_bytes<std::uint64_t>(record.payload) > generation) {
+    if (record.kind == RecordKind::kResetAck && synced_ && marker_value(record.payload) > generation) {
       return Piece{RecordKind::kEnd, {}, false, {}};  // the marker stays for the reset that follows
     }
     if (skip_out_of_sync(endpoint, generation, record)) continue;
@@ -116,7 +120,7 @@ void RecordStream::drain_until_paused(const Endpoint& endpoint, std::uint64_t ge
     const auto record = wait_record(endpoint);
     if (skip_out_of_sync(endpoint, generation, record)) continue;
     if (record.kind == RecordKind::kPaused) {
-      const auto marker = from_bytes<std::uint64_t>(record.payload);
+      const auto marker = marker_value(record.payload);
       release(record);
       if (marker == request) return;
       continue;

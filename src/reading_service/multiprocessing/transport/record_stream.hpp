@@ -19,6 +19,12 @@
 
 namespace dpipe::detail::mp {
 
+/// The payload of a marker record: kResetAck carries the generation its sender started, kPaused
+/// the pause request it answers.
+[[nodiscard]] std::vector<std::byte> marker_payload(std::uint64_t value);
+/// The value a marker record carries; SerializationError when the payload is not one.
+[[nodiscard]] std::uint64_t marker_value(std::span<const std::byte> payload);
+
 /// One ring a reader reads, and who writes it.
 struct StreamLink {
   RingMemory ring;

@@ -122,14 +122,18 @@ bool RingSink::front_may_start() const {
          writer_.elements_in_flight() < element_budget_;
 }
 
+std::size_t RingSink::front_part_bytes() const {
+  const Spilled& front = spilled_.front();
+  return std::min(std::max<std::size_t>(front.bytes.size() - front.sent, 1), writer_.max_payload());
+}
+
 void RingSink::flush() {
   bool wrote = false;
   while (!spilled_.empty() && front_may_start()) {
     Spilled& record = spilled_.front();
-    const std::size_t left = record.bytes.size() - record.sent;
-    const auto room = writer_.claim(std::min(std::max<std::size_t>(left, 1), writer_.max_payload()));
+    const auto room = writer_.claim(front_part_bytes());
     if (room.empty()) break;
-    const std::size_t part = std::min(left, room.size());
+    const std::size_t part = std::min(record.bytes.size() - record.sent, room.size());
     if (part != 0) std::memcpy(room.data(), record.bytes.data() + record.sent, part);
     record.sent += part;
     const bool more = record.sent < record.bytes.size();
@@ -151,10 +155,7 @@ void RingSink::publish_and_ring() {
 }
 
 bool RingSink::can_flush() {
-  if (spilled_.empty() || !front_may_start()) return false;
-  const Spilled& record = spilled_.front();
-  const std::size_t left = record.bytes.size() - record.sent;
-  return !writer_.claim(std::min(std::max<std::size_t>(left, 1), writer_.max_payload())).empty();
+  return !spilled_.empty() && front_may_start() && !writer_.claim(front_part_bytes()).empty();
 }
 
 void RingSink::wake_reader_before_waiting() {
@@ -169,8 +170,7 @@ void RingSink::request_wake_when_unblocked() {
   if (writer_.elements_in_flight() >= element_budget_) {
     writer_.request_wake_for_elements(element_budget_ - 1);
   } else if (!spilled_.empty()) {
-    const Spilled& record = spilled_.front();
-    writer_.request_wake_for_room(std::min(record.bytes.size() - record.sent, writer_.max_payload()));
+    writer_.request_wake_for_room(front_part_bytes());
   } else {
     writer_.clear_wake();  // nothing blocks it
   }

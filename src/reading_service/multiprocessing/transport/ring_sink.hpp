@@ -62,7 +62,6 @@ class RingSink final : public ElementSink, private ByteSink {
   void drop_spilled();
 
   [[nodiscard]] RingWriter& writer() noexcept { return writer_; }
-  [[nodiscard]] const RingWriter& writer() const noexcept { return writer_; }
 
  private:
   /// A record, or the rest of one, waiting for room; `sent` bytes of it are in the ring already.
@@ -82,6 +81,9 @@ class RingSink final : public ElementSink, private ByteSink {
   void spill(bool continued);
   /// Whether the spilled record at the front may move into the ring now (the flush gate).
   [[nodiscard]] bool front_may_start() const;
+  /// The room the next part of the spilled record at the front takes: all of the rest when one
+  /// record holds it (at least one byte, for an empty record).
+  [[nodiscard]] std::size_t front_part_bytes() const;
   void publish_and_ring();
 
   RingWriter writer_;

@@ -66,9 +66,13 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
   shadow_ = graph::clone(graph);
 
   detail::mp::GroupPlan plan;
-  plan.config = detail::mp::GroupConfig{
-      options_.num_workers, options_.worker_prefetch_cnt, options_.main_prefetch_cnt, options_.queue_bytes,
-      options_.timeout,     options_.worker_init_fn,      options_.worker_reset_fn};
+  plan.config = detail::mp::GroupConfig{.num_workers = options_.num_workers,
+                                        .worker_prefetch_cnt = options_.worker_prefetch_cnt,
+                                        .main_prefetch_cnt = options_.main_prefetch_cnt,
+                                        .queue_bytes = options_.queue_bytes,
+                                        .timeout = options_.timeout,
+                                        .worker_init_fn = options_.worker_init_fn,
+                                        .worker_reset_fn = options_.worker_reset_fn};
   auto split = graph::traverse_dps(graph);
   if (auto dispatched = graph::find_lca_round_robin_sharding_dp(split)) {
     require_encodable(dispatched, "the output of the dispatching process");
@@ -109,7 +113,7 @@ GraphFunction MultiProcessingReadingService::initialize_iteration(SeedGenerator&
                 "MultiProcessingReadingService cannot send a function to worker processes that are already running: "
                 "change the graph per epoch with worker_reset_fn instead");
   }
-  pause_main_nodes();
+  stop_main_background();
   const SeedGenerator epoch = seeds;
   graph::set_graph_random_seed(shadow_, seeds);  // advances `seeds` exactly as an in-process epoch does
   SeedGenerator main_seeds = epoch;
@@ -124,22 +128,22 @@ void MultiProcessingReadingService::finalize() {
   // Threads of the main process's nodes (a prefetch after a fullsync) may wait for a worker:
   // release them, stop them, then end the workers.
   group_->interrupt();
-  pause_main_nodes();
+  stop_main_background();
   group_->stop();
   group_.reset();
 }
 
-void MultiProcessingReadingService::pause_main_nodes() {
+void MultiProcessingReadingService::stop_main_background() {
   if (!main_stopped_) main_stopped_ = std::make_unique<graph::BackgroundStop>(end_);
 }
 
-void MultiProcessingReadingService::resume_main_nodes() { main_stopped_.reset(); }
+void MultiProcessingReadingService::restart_main_background() { main_stopped_.reset(); }
 
 GraphFunction MultiProcessingReadingService::pause(GraphFunction pause_fn) {
   if (options_.num_workers == 0) throw_no_workers("pause");
   if (pause_fn) DPIPE_THROW(NotSupportedError, "MultiProcessingReadingService cannot send pause_fn to its workers");
   if (!group_) return {};
-  pause_main_nodes();
+  stop_main_background();
   group_->pause();
   paused_ = true;
   return {};
@@ -150,7 +154,7 @@ GraphFunction MultiProcessingReadingService::resume(GraphFunction resume_fn) {
   if (resume_fn) DPIPE_THROW(NotSupportedError, "MultiProcessingReadingService cannot send resume_fn to its workers");
   if (!group_) return {};
   group_->resume();
-  resume_main_nodes();
+  restart_main_background();
   paused_ = false;
   return {};
 }
@@ -165,7 +169,7 @@ void MultiProcessingReadingService::checkpoint(StateWriter& writer) {
   writer.write("workers", std::uint64_t{options_.num_workers});
   writer.write("started", group_ != nullptr);
   if (!group_) return;
-  pause_main_nodes();
+  stop_main_background();
   const detail::mp::GroupState state = group_->checkpoint();
   writer.write("generation", state.generation);
   for (std::size_t w = 0; w < state.workers.size(); ++w) {
@@ -177,7 +181,7 @@ void MultiProcessingReadingService::checkpoint(StateWriter& writer) {
 void MultiProcessingReadingService::resume_after_checkpoint() {
   if (!group_ || paused_) return;
   group_->resume();
-  resume_main_nodes();
+  restart_main_background();
 }
 
 DataPipePtr MultiProcessingReadingService::restore(DataPipePtr graph, const StateReader& reader) {

@@ -15,9 +15,9 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/state.hpp>
 
-#include "reading_service/multiprocessing/protocol.hpp"
 #include "reading_service/multiprocessing/transport/error_report.hpp"
 #include "reading_service/multiprocessing/transport/record_merge.hpp"
+#include "reading_service/multiprocessing/transport/record_stream.hpp"
 #include "reading_service/multiprocessing/transport/ring_sink.hpp"
 
 namespace {
