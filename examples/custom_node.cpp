@@ -1,5 +1,6 @@
-// Writing your own nodes: an IterDataPipe (a running sum, with checkpoint support) and a
-// MapDataPipe (squares of the keys), used by method call and in | chains.
+// Writing your own nodes: an IterDataPipe (a running sum, with checkpoint support), a node template
+// over any element type (every n-th element), and a MapDataPipe (squares of the keys), used by
+// construction and in | chains through adaptors defined exactly like the built-in ones.
 
 #include <cstdio>
 #include <vector>
@@ -36,6 +37,39 @@ class RunningSum final : public dpipe::IterDataPipe<long> {
 };
 // [iter_node]
 
+// [template_node]
+/// Keeps every `stride`-th element of any element type; stateless.
+template <class T>
+class Strided final : public dpipe::IterDataPipe<T> {
+ public:
+  Strided(const dpipe::IterPipe<T>& source, std::size_t stride)
+      : dpipe::IterDataPipe<T>("strided"), source_(source.ptr()), stride_(stride) {}
+  void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
+  dpipe::DataPipePtr clone_self() const override { return std::make_shared<Strided>(*this); }
+  bool stateless() const noexcept override { return true; }
+
+ protected:
+  std::optional<T> next_impl() override {
+    auto element = source_.next();
+    for (std::size_t skip = 1; element && skip < stride_; ++skip) {
+      if (!source_.next()) break;
+    }
+    return element;
+  }
+
+ private:
+  dpipe::Input<T> source_;
+  std::size_t stride_;
+};
+// [template_node]
+
+// [adaptors]
+// The | adaptors: `src | running_sum()` builds RunningSum(src); `src | strided(n)` builds
+// Strided<T>(src, n) for the element type T of src.
+inline constexpr auto running_sum = dpipe::iter::adaptor<RunningSum>;
+inline constexpr auto strided = dpipe::iter::adaptor_of<Strided>;
+// [adaptors]
+
 // [map_node]
 /// Maps key k to k * k, for keys 0 .. size-1.
 class Squares final : public dpipe::MapDataPipe<std::size_t, long> {
@@ -59,13 +93,13 @@ class Squares final : public dpipe::MapDataPipe<std::size_t, long> {
 int main() {
   // [use]
   auto squares = dpipe::make_map<Squares>(std::size_t{6});
-  auto sums = dpipe::make_iter<RunningSum>(squares.to_iter());      // by construction
-  auto piped = squares.to_iter() | dpipe::iter::make<RunningSum>()  // as a | adaptor
-               | dpipe::iter::filter([](long x) { return x % 2 == 1; });
+  auto sums = dpipe::make_iter<RunningSum>(squares.to_iter());  // by construction
+  auto piped = squares.to_iter() | running_sum()                // through the adaptors
+               | dpipe::iter::filter([](long x) { return x % 2 == 1; }) | strided(std::size_t{2});
   // [use]
   std::printf("running sums of squares:");
   for (long x : sums) std::printf(" %ld", x);
-  std::printf("\nodd running sums:");
+  std::printf("\nevery other odd running sum:");
   for (long x : piped) std::printf(" %ld", x);
   std::printf("\n");
 

@@ -7,6 +7,7 @@
 #define DPIPE_VERSION_PATCH 0
 
 #include <dpipe/adapter.hpp>
+#include <dpipe/core/adaptor.hpp>
 #include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
@@ -18,6 +19,7 @@
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/map_datapipe.hpp>
 #include <dpipe/core/map_pipe.hpp>
+#include <dpipe/core/state.hpp>
 #include <dpipe/core/type_name.hpp>
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/dataloader2.hpp>

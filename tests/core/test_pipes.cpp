@@ -83,6 +83,70 @@ TEST_CASE("IterPipe: user nodes subclass IterDataPipe and join | chains", "[core
   CHECK(chained.node().element_type() == "int");
 }
 
+/// A user node template: pairs each element of any element type with its number, from `first`.
+template <class T>
+class Numbered final : public dpipe::IterDataPipe<std::pair<int, T>> {
+ public:
+  Numbered(const IterPipe<T>& source, int first)
+      : dpipe::IterDataPipe<std::pair<int, T>>("numbered"), source_(source.ptr()), first_(first) {}
+  void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] dpipe::DataPipePtr clone_self() const override { return std::make_shared<Numbered>(*this); }
+
+ protected:
+  void reset_impl() override {
+    next_number_ = first_;
+    source_.reset();
+  }
+  std::optional<std::pair<int, T>> next_impl() override {
+    auto element = source_.next();
+    if (!element) return std::nullopt;
+    return std::pair<int, T>(next_number_++, std::move(*element));
+  }
+
+ private:
+  dpipe::Input<T> source_;
+  int first_;
+  int next_number_ = 0;
+};
+
+/// A user map node: key k holds the source's value at k plus `offset`.
+class Offset final : public dpipe::MapDataPipe<std::size_t, int> {
+ public:
+  Offset(const dpipe::MapPipe<std::size_t, int>& source, int offset)
+      : MapDataPipe("offset"), source_(source.ptr()), offset_(offset) {}
+  void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] dpipe::DataPipePtr clone_self() const override { return std::make_shared<Offset>(*this); }
+
+ protected:
+  int get_impl(const std::size_t& key) override { return source_.get(key) + offset_; }
+  [[nodiscard]] std::size_t size_impl() const override { return source_.size(); }
+
+ private:
+  dpipe::MapInput<std::size_t, int> source_;
+  int offset_;
+};
+
+/// The | adaptors of the user nodes, defined as a user would.
+inline constexpr auto twice = iter::adaptor<Twice>;
+inline constexpr auto numbered = iter::adaptor_of<Numbered>;
+
+TEST_CASE("IterPipe: a user node's adaptor / a node template's adaptor compose like built-in ones", "[core][custom]") {
+  auto ints = iter::from({1, 2}) | twice() | numbered(10) | iter::batch(3);
+  using IntBatch = std::vector<std::pair<int, int>>;
+  CHECK(collect(ints) == std::vector<IntBatch>{{{10, 1}, {11, 1}, {12, 2}}, {{13, 2}}});
+  auto words = iter::from(std::vector<std::string>{"a", "b"}) | numbered(0);
+  static_assert(std::same_as<decltype(words), IterPipe<std::pair<int, std::string>>>);
+  CHECK(collect(words) == std::vector<std::pair<int, std::string>>{{0, "a"}, {1, "b"}});
+  CHECK(words.node().name() == "numbered");
+}
+
+TEST_CASE("MapPipe: a user map node's adaptor composes like built-in ones", "[core][custom]") {
+  auto squares = dpipe::map::from(std::vector<int>{0, 1, 2, 3}) | dpipe::map::adaptor<Offset>(10);
+  CHECK(squares.get(2) == 12);
+  CHECK(squares.size() == 4);
+  CHECK(collect(squares.to_iter()) == std::vector<int>{10, 11, 12, 13});
+}
+
 TEST_CASE("IterPipe: elements can be moved out of the loop variable", "[core][handle]") {
   auto pipe = iter::from(std::vector<std::string>{"alpha", "beta"});
   std::vector<std::string> taken;

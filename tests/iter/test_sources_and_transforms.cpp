@@ -54,7 +54,7 @@ TEST_CASE("from: a restored position beyond the data is refused", "[iter][from][
   (void)dpipe::testing::take(longer, 8);
   auto blob = dpipe::graph::save_state(longer);
   auto shorter = iter::from(range(5));
-  // Same structure (name, type): the fingerprint matches, the position does not fit.
+  // Same node path and element type: the blob loads, the position does not fit.
   CHECK_THROWS_MATCHES(dpipe::graph::load_state(shorter, blob), dpipe::StateError,
                        Catch::Message(shorter.node().label() + ": saved position 8 is beyond the range's 5 elements"));
 }

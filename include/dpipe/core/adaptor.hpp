@@ -1,9 +1,11 @@
 #pragma once
 /// \file
-/// `|` adaptors: `pipe | adaptor` builds a node that reads `pipe`. Built-in nodes and user nodes get
-/// them the same way: an Adaptor wraps `make(source, args...)`, and calling it with the arguments
-/// gives what `|` applies. For a node class of your own, `dpipe::iter::adaptor<Node>` (in
-/// <dpipe/core/iter_pipe.hpp>) is the whole definition:
+/// `|` adaptors: `pipe | adaptor` builds a node that reads `pipe`. What `|` applies is a
+/// PipeAdaptor, for built-in nodes (`dpipe::iter::batch(32)` returns one) and user nodes alike, so
+/// both compose the same way. An Adaptor wraps `make(source, args...)`, and calling it with the
+/// arguments gives the PipeAdaptor. For a node class of your own, `dpipe::iter::adaptor<Node>`, or
+/// `dpipe::iter::adaptor_of<Template>` for a class template over the element type (both in
+/// <dpipe/core/iter_pipe.hpp>), is the whole definition:
 ///
 ///     inline constexpr auto running_sum = dpipe::iter::adaptor<RunningSum>;
 ///     auto pipe = source | running_sum(/*scale=*/2.0);  // RunningSum(source, 2.0)

@@ -88,7 +88,7 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   std::size_t replace_input(const DataPipe& old, const DataPipePtr& replacement);
 
   /// A free-form label users attach to find nodes later (a reading service may act on tagged
-  /// nodes). Copied by clone; not part of the graph's fingerprint.
+  /// nodes). Copied by clone; not part of a checkpoint.
   [[nodiscard]] const std::string& tag() const noexcept { return tag_; }
   void set_tag(std::string tag) { tag_ = std::move(tag); }
 

@@ -1,10 +1,10 @@
 #pragma once
 /// \file
-/// How elements cross a process boundary, in the terms the type-erased graph can use:
-/// DataPipe::make_encoder() reads a typed node and encodes its elements with dpipe::Serializer;
-/// DataPipe::make_decoder() builds a node of the same element type that decodes them from a
-/// RecordSource. MultiProcessingReadingService moves the bytes in between; a reading service of
-/// your own can use the same pair over another transport.
+/// How elements cross a process boundary, in the terms the type-erased graph can use: the typed
+/// operation ops::Encode (<dpipe/core/element_ops.hpp>, run with apply_typed_op) reads a typed node
+/// and encodes its elements with dpipe::Serializer; ops::Decode builds a node of the same element
+/// type that decodes them from a RecordSource. MultiProcessingReadingService moves the bytes in between; a reading
+/// service of your own can use the same pair over another transport.
 
 #include <cstddef>
 #include <functional>

@@ -255,6 +255,15 @@ template <class Node>
 inline constexpr Adaptor adaptor{
     [](const auto& source, const auto&... args) { return make_iter<Node>(source, args...); }};
 
+/// The `|` adaptor of a node class template over its element type: for
+/// `template <class T> class Strided : public IterDataPipe<T>`,
+/// `inline constexpr auto strided = iter::adaptor_of<Strided>;` makes `src | strided(args...)`
+/// build `Strided<T>(src, args...)`, T being the element type of `src`.
+template <template <class> class Node>
+inline constexpr Adaptor adaptor_of{[](const auto& source, const auto&... args) {
+  return make_iter<Node<typename std::remove_cvref_t<decltype(source)>::value_type>>(source, args...);
+}};
+
 /// `src | iter::make<Node>(args...)` builds `Node(src, args...)`: adaptor<Node>, called at once.
 template <class Node, class... Args>
 [[nodiscard]] auto make(Args... args) {

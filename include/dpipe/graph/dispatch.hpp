@@ -14,7 +14,7 @@ namespace dpipe::graph {
 /// none.
 [[nodiscard]] DataPipePtr find_lca_round_robin_sharding_dp(const DataPipeGraph& graph);
 
-/// The largest branches that contain no placeholder (DataPipe::make_placeholder): the root when
+/// The largest branches that contain no placeholder (what ops::Placeholder makes): the root when
 /// there is none, else the placeholder-free inputs of the nodes that contain one.
 [[nodiscard]] std::vector<DataPipePtr> find_non_dispatching_branches(const DataPipeGraph& graph);
 

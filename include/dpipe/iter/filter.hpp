@@ -11,8 +11,8 @@
 #include <utility>
 
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/iter/detail/filter_node.hpp>
 #include <dpipe/iter/detail/fusion.hpp>
+#include <dpipe/iter/filter_node.hpp>
 
 namespace dpipe {
 

@@ -9,7 +9,7 @@
 
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/fusion.hpp>
-#include <dpipe/iter/detail/mapper.hpp>
+#include <dpipe/iter/mapper.hpp>
 
 namespace dpipe {
 

@@ -58,7 +58,7 @@ class Prefetcher final : public IterDataPipe<T> {
   }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    detail::require_paused(engine_ && engine_->running(), *this);
+    detail::require_stopped(engine_ && engine_->running(), *this);
     writer.write("finished", engine_ && engine_->finished());
     std::vector<const T*> values;
     bool ended = false;

@@ -83,7 +83,7 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
   }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    detail::require_paused(pool_ && pool_->running(), *this);
+    detail::require_stopped(pool_ && pool_->running(), *this);
     writer.write("next_index", next_index_);
     writer.write("source_ended", source_ended_);
     for (const auto& task : tasks_) {

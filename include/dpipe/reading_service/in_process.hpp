@@ -4,8 +4,8 @@
 /// applies MULTIPROCESSING sharding for one instance, then `init_fn`, then appends a prefetch of
 /// `prefetch_cnt` elements (torchdata stores prefetch_cnt but never uses it; dpipe does). Each
 /// epoch it seeds the graph (set_graph_random_seed), applies `iter_reset_fn`, then `reset_fn`
-/// (which torchdata never calls). It supports pause, resume and limit (pausing every node, the
-/// root first).
+/// (which torchdata never calls). It supports pause, resume and limit: pausing stops the graph's
+/// background threads (graph::BackgroundStop) until resume.
 
 #include <cstddef>
 #include <memory>

@@ -61,7 +61,8 @@ class ReadingServiceInterface {
   // Optional hooks (torchdata's _pause, _resume and _limit). A service that supports them says so.
 
   [[nodiscard]] virtual bool supports_pause() const { return false; }
-  /// Stops background work; elements read ahead are kept. REQUIRES: supports_pause().
+  /// Pauses: no more elements are handed out and the graph's background threads stop
+  /// (graph::BackgroundStop); elements read ahead are kept. REQUIRES: supports_pause().
   virtual GraphFunction pause(GraphFunction pause_fn = {});
   /// Restarts what pause() stopped. REQUIRES: supports_pause().
   virtual GraphFunction resume(GraphFunction resume_fn = {});

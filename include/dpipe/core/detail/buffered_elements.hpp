@@ -81,9 +81,11 @@ bool write_outcome_values(StateWriter& writer, std::string_view field, const Dat
   return ended;
 }
 
-/// Throws StateError unless the node's background work is stopped (graph::save_state pauses it).
-inline void require_paused(bool running, const DataPipe& node) {
-  if (running) DPIPE_THROW(StateError, "{} is running: pause the graph before saving its state", node.label());
+/// Throws StateError unless the node's background work is stopped (graph::save_state stops it).
+inline void require_stopped(bool running, const DataPipe& node) {
+  if (running)
+    DPIPE_THROW(StateError, "{} is running: stop its background work (graph::BackgroundStop) before saving its state",
+                node.label());
 }
 
 }  // namespace dpipe::detail

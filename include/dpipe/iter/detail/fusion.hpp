@@ -25,9 +25,9 @@
 
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/iter/detail/filter_node.hpp>
 #include <dpipe/iter/detail/fused_run.hpp>
-#include <dpipe/iter/detail/mapper.hpp>
+#include <dpipe/iter/filter_node.hpp>
+#include <dpipe/iter/mapper.hpp>
 
 namespace dpipe::detail {
 
