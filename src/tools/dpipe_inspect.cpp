@@ -4,13 +4,17 @@
 // process with its element type, its size and its scalar fields (positions, counts, flags), then
 // the fields that belong to no node (the loader's, the reading services').
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include <fmt/format.h>
@@ -61,14 +65,28 @@ std::string show(const dpipe::StateField& field) {
   return fmt::format("<{} bytes>", bytes.size());
 }
 
-/// The value of the first field named `name` (in any scope) that holds an unsigned integer.
-std::optional<std::uint64_t> find_count(const dpipe::StateStore& store, const std::string& name) {
-  for (const auto& field : store.fields()) {
-    const auto colon = field.key.rfind(':');
-    if (colon == std::string::npos || field.key.substr(colon + 1) != name) continue;
-    if (field.kind == dpipe::FieldKind::kUnsigned && field.value.size() == sizeof(std::uint64_t)) {
+/// `text` with control characters escaped: keys and strings come from a file.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// The value of the reading-service field named `name` (the services write "workers" and
+/// "world_size" under "service", at whatever depth they are composed) that holds a 64-bit count.
+std::optional<std::uint64_t> service_count(const std::vector<const dpipe::StateField*>& service_fields,
+                                           const std::string& name) {
+  for (const auto* field : service_fields) {
+    if (field->key.substr(field->key.rfind(':') + 1) != name) continue;
+    if (field->kind == dpipe::FieldKind::kUnsigned && field->value.size() == sizeof(std::uint64_t)) {
       std::uint64_t value = 0;
-      std::memcpy(&value, field.value.data(), sizeof(value));
+      std::memcpy(&value, field->value.data(), sizeof(value));
       return value;
     }
   }
@@ -77,7 +95,19 @@ std::optional<std::uint64_t> find_count(const dpipe::StateStore& store, const st
 
 std::string field_value(const dpipe::StateStore& store, const std::string& key) {
   const auto* field = store.find(key);
-  return field == nullptr ? std::string("-") : show(*field);
+  return field == nullptr ? std::string("-") : printable(show(*field));
+}
+
+/// The node record that owns a field: the longest scope of the field's key, cut at '/', that is a
+/// record ("graph/merge_workers/input0:stored" belongs to "graph/merge_workers"); empty when none.
+std::string owner_of(const dpipe::StateStore& store, const std::string& key) {
+  std::string scope = key.substr(0, key.find(':'));
+  while (!scope.empty()) {
+    if (store.find(scope) != nullptr) return scope;
+    const auto slash = scope.rfind('/');
+    scope.resize(slash == std::string::npos ? 0 : slash);
+  }
+  return scope;
 }
 
 int inspect(const std::vector<std::byte>& blob) {
@@ -88,28 +118,33 @@ int inspect(const std::vector<std::byte>& blob) {
                 field_value(store, "loader:epoch").c_str(), field_value(store, "loader:taken").c_str(),
                 field_value(store, "loader:epoch_ended").c_str(), field_value(store, "loader:paused").c_str());
   }
-  const auto workers = find_count(store, "workers");
-  const auto ranks = find_count(store, "world_size");
-  std::printf("worker processes: %s, ranks: %s\n", workers ? fmt::format("{}", *workers).c_str() : "0 (in process)",
-              ranks ? fmt::format("{}", *ranks).c_str() : "1");
 
-  // Node records are keys without a field name; their fields are "<record>:<name>".
-  std::map<std::string, std::vector<const dpipe::StateField*>> owned;
+  // Node records are keys without a field name; a node's fields are "<record>:<name>", or
+  // "<record>/<part>:<name>" for a part of it.
   std::vector<const dpipe::StateField*> records;
   for (const auto& field : store.fields()) {
     if (field.key.find(':') == std::string::npos) records.push_back(&field);
   }
+  std::map<std::string, std::vector<const dpipe::StateField*>> owned;
   std::vector<const dpipe::StateField*> others;
   for (const auto& field : store.fields()) {
-    const auto colon = field.key.find(':');
-    if (colon == std::string::npos) continue;
-    const auto owner = field.key.substr(0, colon);
-    if (store.find(owner) != nullptr) {
-      owned[owner].push_back(&field);
-    } else {
+    if (field.key.find(':') == std::string::npos) continue;
+    const std::string owner = owner_of(store, field.key);
+    if (owner.empty()) {
       others.push_back(&field);
+    } else {
+      owned[owner].push_back(&field);
     }
   }
+  std::vector<const dpipe::StateField*> service_fields;
+  for (const auto* field : others) {
+    if (field->key.starts_with("service")) service_fields.push_back(field);
+  }
+  const auto workers = service_count(service_fields, "workers");
+  const auto ranks = service_count(service_fields, "world_size");
+  std::printf("worker processes: %s, ranks: %s\n", workers ? fmt::format("{}", *workers).c_str() : "0 (in process)",
+              ranks ? fmt::format("{}", *ranks).c_str() : "1");
+
   std::printf("nodes (%zu):\n", records.size());
   for (const auto* record : records) {
     std::string element_type = "?";
@@ -123,31 +158,45 @@ int inspect(const std::vector<std::byte>& blob) {
       bytes += field->value.size();
       fields += fmt::format(" {}={}", field->key.substr(record->key.size() + 1), show(*field));
     }
-    std::printf("  %s (%s), %zu bytes:%s\n", record->key.c_str(), element_type.c_str(), bytes, fields.c_str());
+    std::printf("  %s (%s), %zu bytes:%s\n", printable(record->key).c_str(), printable(element_type).c_str(), bytes,
+                printable(fields).c_str());
   }
   std::printf("other fields (%zu):\n", others.size());
-  for (const auto* field : others) std::printf("  %s = %s\n", field->key.c_str(), show(*field).c_str());
+  for (const auto* field : others) {
+    std::printf("  %s = %s\n", printable(field->key).c_str(), printable(show(*field)).c_str());
+  }
   return 0;
+}
+
+/// The bytes of the regular file at `path`; throws std::runtime_error saying why it cannot.
+std::vector<std::byte> read_file(const char* path) {
+  struct stat info {};
+  if (::stat(path, &info) != 0) throw std::runtime_error(fmt::format("cannot open it: {}", std::strerror(errno)));
+  if (!S_ISREG(info.st_mode)) throw std::runtime_error("not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("cannot open it: {}", std::strerror(errno)));
+  std::vector<char> text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("cannot read it");
+  std::vector<std::byte> blob(text.size());
+  if (!text.empty()) std::memcpy(blob.data(), text.data(), text.size());
+  return blob;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::fprintf(stderr, "usage: dpipe-inspect <checkpoint file>\n  prints what a dpipe checkpoint holds\n");
-    return argc == 2 ? 0 : 2;
+  constexpr const char* kUsage = "usage: dpipe-inspect <checkpoint file>\n  prints what a dpipe checkpoint holds\n";
+  if (argc == 2 && std::strcmp(argv[1], "--help") == 0) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
-  std::ifstream in(argv[1], std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "dpipe-inspect: cannot open %s: %s\n", argv[1], std::strerror(errno));
-    return 1;
+  if (argc != 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
   }
-  std::vector<char> text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> blob(text.size());
-  if (!text.empty()) std::memcpy(blob.data(), text.data(), text.size());
   try {
-    return inspect(blob);
-  } catch (const dpipe::Error& error) {
+    return inspect(read_file(argv[1]));
+  } catch (const std::exception& error) {
     std::fprintf(stderr, "dpipe-inspect: %s: %s\n", argv[1], error.what());
     return 1;
   }

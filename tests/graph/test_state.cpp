@@ -169,10 +169,13 @@ TEST_CASE("graph state: truncated / corrupted / foreign and old blobs are refuse
     auto old = blob;
     std::memcpy(old.data(), magic.data(), magic.size());
     CHECK_THROWS_MATCHES(graph::load_state(target, old), dpipe::StateError,
-                         Catch::Message("the checkpoint was written by an earlier dpipe in format 1 (nested blobs); "
-                                        "this dpipe reads format 2 only: resume the run with the dpipe that wrote it, "
-                                        "or start from a new checkpoint"));
+                         Catch::Message(dpipe::testing::kFormat1Refusal));
   }
+  // Real ones, written by the dpipe before node-path keys (tests/data).
+  CHECK_THROWS_MATCHES(graph::load_state(target, dpipe::testing::test_data("format1_graph.bin")), dpipe::StateError,
+                       Catch::Message(dpipe::testing::kFormat1Refusal));
+  CHECK_THROWS_MATCHES(graph::load_state(target, dpipe::testing::test_data("format1_loader.bin")), dpipe::StateError,
+                       Catch::Message(dpipe::testing::kFormat1Refusal));
   graph::load_state(target, blob);  // the graph is still usable with a good blob
   CHECK(dpipe::testing::collect(target).size() == 40 - 7);
 }

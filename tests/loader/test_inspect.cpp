@@ -118,7 +118,8 @@ TEST_CASE("dpipe-inspect: a checkpoint of worker processes shows each worker's n
                      "service/worker1/graph/sharding_filter/shuffle/from", "graph/merge_workers"});
 }
 
-TEST_CASE("dpipe-inspect: a file that is not a checkpoint / a missing file are clear errors", "[loader][inspect]") {
+TEST_CASE("dpipe-inspect: a file that is not a checkpoint / a missing file / a directory are clear errors",
+          "[loader][inspect]") {
   const TempFile file(std::vector<std::byte>(40, std::byte{7}));
   const Run garbage = inspect(file.path());
   CHECK(garbage.status == 1);
@@ -127,7 +128,51 @@ TEST_CASE("dpipe-inspect: a file that is not a checkpoint / a missing file are c
   const Run missing = inspect("/nonexistent/checkpoint");
   CHECK(missing.status == 1);
   CHECK(missing.lines ==
-        std::vector<std::string>{"dpipe-inspect: cannot open /nonexistent/checkpoint: No such file or directory"});
+        std::vector<std::string>{"dpipe-inspect: /nonexistent/checkpoint: cannot open it: No such file or directory"});
+  const Run directory = inspect("/tmp");
+  CHECK(directory.status == 1);
+  CHECK(directory.lines == std::vector<std::string>{"dpipe-inspect: /tmp: not a regular file"});
+}
+
+TEST_CASE("dpipe-inspect: without a file it prints its usage / --help prints it on stdout", "[loader][inspect]") {
+  const Run none = inspect("");
+  CHECK(none.status == 2);
+  CHECK(none.lines ==
+        std::vector<std::string>{"usage: dpipe-inspect <checkpoint file>", "  prints what a dpipe checkpoint holds"});
+  const Run help = inspect("--help 2>/dev/null");
+  CHECK(help.status == 0);
+  CHECK(help.lines == none.lines);
+}
+
+TEST_CASE("dpipe-inspect: the fields of a node's parts count with the node", "[loader][inspect]") {
+  // merge_workers keeps what the workers produced but the loop has not received under its parts
+  // ("graph/merge_workers/input0:stored"): they belong to merge_workers, not to "other fields".
+  dpipe::DataLoader2<int> loader(dpipe::iter::from(range(40)).sharding_filter(),
+                                 dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  loader.seed(1);
+  auto it = loader.begin();
+  ++it;
+  const TempFile file(loader.state_dict());
+  loader.shutdown();
+  const Run run = inspect(file.path());
+  CHECK(run.status == 0);
+  std::string merge;
+  bool part_in_others = false;
+  bool in_others = false;
+  for (const auto& line : run.lines) {
+    if (line.starts_with("  graph/merge_workers ")) merge = line;
+    if (line.starts_with("other fields")) in_others = true;
+    if (in_others && line.find("merge_workers/") != std::string::npos) part_in_others = true;
+  }
+  CHECK_THAT(merge, Catch::Contains(" input0:stored=") && Catch::Contains(" input1:stored="));
+  CHECK_FALSE(part_in_others);
+}
+
+TEST_CASE("dpipe-inspect: a checkpoint of an earlier format is refused as such", "[loader][inspect]") {
+  const Run run = inspect(std::string(DPIPE_TEST_DATA_DIR) + "/format1_loader.bin");
+  CHECK(run.status == 1);
+  REQUIRE(run.lines.size() == 1);
+  CHECK_THAT(run.lines[0], Catch::Contains("the checkpoint was written by an earlier dpipe in format 1"));
 }
 
 }  // namespace

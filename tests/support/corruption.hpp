@@ -6,7 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace dpipe::testing {
@@ -16,6 +19,20 @@ namespace dpipe::testing {
 inline int mix(int a, unsigned factor, int b) {
   return static_cast<int>(static_cast<unsigned>(a) * factor + static_cast<unsigned>(b));
 }
+
+/// The bytes of tests/data/<name>: checkpoints an earlier dpipe wrote.
+inline std::vector<std::byte> test_data(const std::string& name) {
+  std::ifstream in(std::string(DPIPE_TEST_DATA_DIR) + "/" + name, std::ios::binary);
+  const std::vector<char> text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(text.size());
+  std::memcpy(bytes.data(), text.data(), text.size());
+  return bytes;
+}
+
+/// What a checkpoint of format 1 (dpipe before node-path keys) is refused with.
+inline constexpr const char* kFormat1Refusal =
+    "the checkpoint was written by an earlier dpipe in format 1 (nested blobs); this dpipe reads format 2 only: resume "
+    "the run with the dpipe that wrote it, or start from a new checkpoint";
 
 /// The envelope of a checkpoint blob (SPEC §9): 8-byte magic, 4-byte version, 8-byte total size,
 /// the fields, 8-byte checksum.
