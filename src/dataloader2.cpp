@@ -2,6 +2,11 @@
 // loader's checkpoint blob.
 
 #include <algorithm>
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/logging.hpp>
@@ -43,30 +48,49 @@ std::vector<graph::NodeRecord> pipeline_records(const DataPipePtr& root) {
   return records;
 }
 
-/// Throws StateError naming the first stateful node in which the saved pipeline and this one differ.
+/// "a (int), b (long int)", at most four of them.
+std::string describe_records(const std::vector<const graph::NodeRecord*>& records) {
+  constexpr std::size_t kShown = 4;
+  std::string text;
+  for (std::size_t i = 0; i < records.size() && i < kShown; ++i) {
+    text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", records[i]->stateful_path, records[i]->element_type);
+  }
+  if (records.size() > kShown) text += fmt::format(" and {} more", records.size() - kShown);
+  return text;
+}
+
+/// Throws StateError naming the stateful nodes only the saved pipeline has, those only this one
+/// has, and those whose element type changed. Stateless nodes may differ.
 void check_pipeline(const std::vector<graph::NodeRecord>& saved, const std::vector<graph::NodeRecord>& here) {
-  for (std::size_t i = 0; i < std::max(saved.size(), here.size()); ++i) {
-    if (i < saved.size() && i < here.size() && saved[i].stateful_path == here[i].stateful_path &&
-        saved[i].element_type == here[i].element_type) {
+  std::map<std::string_view, const graph::NodeRecord*> here_by_path;
+  for (const auto& record : here) here_by_path.emplace(record.stateful_path, &record);
+  std::vector<const graph::NodeRecord*> only_saved;
+  std::vector<std::string> retyped;
+  for (const auto& record : saved) {
+    const auto found = here_by_path.find(record.stateful_path);
+    if (found == here_by_path.end()) {
+      only_saved.push_back(&record);
       continue;
     }
-    if (i >= here.size()) {
-      DPIPE_THROW(StateError,
-                  "the checkpoint was saved from a different pipeline: it has a stateful node {} ({}) that this "
-                  "pipeline lacks; restore it into a loader built by the same code",
-                  saved[i].stateful_path, saved[i].element_type);
+    if (found->second->element_type != record.element_type) {
+      retyped.push_back(fmt::format("{} yields {} in the checkpoint, {} here", record.stateful_path,
+                                    record.element_type, found->second->element_type));
     }
-    if (i >= saved.size()) {
-      DPIPE_THROW(StateError,
-                  "the checkpoint was saved from a different pipeline: this pipeline's stateful node {} ({}) is not "
-                  "in it; restore it into a loader built by the same code",
-                  here[i].stateful_path, here[i].element_type);
-    }
-    DPIPE_THROW(StateError,
-                "the checkpoint was saved from a different pipeline: where it has the stateful node {} ({}), this "
-                "pipeline has {} ({}); restore it into a loader built by the same code",
-                saved[i].stateful_path, saved[i].element_type, here[i].stateful_path, here[i].element_type);
+    here_by_path.erase(found);
   }
+  std::vector<const graph::NodeRecord*> only_here;
+  for (const auto& record : here) {
+    if (here_by_path.contains(record.stateful_path)) only_here.push_back(&record);
+  }
+  std::vector<std::string> differences;
+  if (!only_saved.empty()) differences.push_back("only in the checkpoint: " + describe_records(only_saved));
+  if (!only_here.empty()) differences.push_back("only in this pipeline: " + describe_records(only_here));
+  for (auto& change : retyped) differences.push_back(std::move(change));
+  if (differences.empty()) return;
+  DPIPE_THROW(StateError,
+              "the checkpoint was saved from a different pipeline (stateful nodes by path; {}); restore it into a "
+              "loader built by the same code",
+              fmt::join(differences, "; "));
 }
 
 }  // namespace
@@ -380,6 +404,15 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
   }
   restore->mode = static_cast<GraphMode>(found - std::begin(kGraphModes));
   restore->service_state = loader.read<bool>("service_state");
+  for (const auto& field : restore->store.fields()) {
+    const std::string_view key = field.key;
+    const bool known = key.starts_with("loader:") || key.starts_with("graph/") || key.starts_with("service:") ||
+                       key.starts_with("service/");
+    if (!known) DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in a DataLoader2", key);
+  }
+  if (const auto unread = restore->store.unread("loader"); !unread.empty()) {
+    DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in a DataLoader2", unread.front());
+  }
   if (restore->service_state && dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get()) == nullptr) {
     DPIPE_THROW(StateError, "Cannot restore from non-checkpointable reading service");
   }

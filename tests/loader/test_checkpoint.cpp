@@ -110,6 +110,21 @@ TEST_CASE("checkpoint: a node without state support falls back to replaying / wi
   });
 }
 
+TEST_CASE("checkpoint: a field that belongs to nothing in the loader is refused", "[loader][checkpoint]") {
+  DataLoader2<int> source(iter::from(range(10)).shuffle());
+  auto it = source.begin();
+  ++it;
+  const auto fields = dpipe::StateStore::from_blob(source.state_dict());
+  for (const std::string key : {"loader:mystery", "elsewhere/node:position"}) {
+    dpipe::StateStore extended;
+    extended.merge(fields, "");
+    extended.add(key, dpipe::FieldKind::kOther);
+    DataLoader2<int> target(iter::from(range(10)).shuffle());
+    CHECK_THROWS_MATCHES(target.load_state_dict(extended.to_blob()), dpipe::StateError,
+                         Catch::Message("the checkpoint's field " + key + " belongs to nothing in a DataLoader2"));
+  }
+}
+
 TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs are refused", "[loader][checkpoint]") {
   DataLoader2<int> source(iter::from(range(10)).shuffle());
   auto it = source.begin();
@@ -117,19 +132,31 @@ TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs ar
   const auto blob = source.state_dict();
   DataLoader2<int> other(iter::from(range(10)).batch(2).unbatch());
   CHECK_THROWS_MATCHES(other.load_state_dict(blob), dpipe::StateError,
-                       Catch::Message("the checkpoint was saved from a different pipeline: where it has the stateful "
-                                      "node shuffle (int), this pipeline has unbatch (int); restore it into a loader "
-                                      "built by the same code"));
+                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                                      "only in the checkpoint: shuffle (int), shuffle/from (int); only in this "
+                                      "pipeline: unbatch (int), unbatch/from (int)); restore it into a loader built "
+                                      "by the same code"));
   DataLoader2<int> shorter(iter::from(range(10)));
   CHECK_THROWS_MATCHES(shorter.load_state_dict(blob), dpipe::StateError,
-                       Catch::Message("the checkpoint was saved from a different pipeline: where it has the stateful "
-                                      "node shuffle (int), this pipeline has from (int); restore it into a loader "
-                                      "built by the same code"));
+                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                                      "only in the checkpoint: shuffle (int), shuffle/from (int); only in this "
+                                      "pipeline: from (int)); restore it into a loader built by the same code"));
   DataLoader2<int> longer(iter::from(range(10)).shuffle().header(5));
   CHECK_THROWS_MATCHES(longer.load_state_dict(blob), dpipe::StateError,
-                       Catch::Message("the checkpoint was saved from a different pipeline: where it has the stateful "
-                                      "node shuffle (int), this pipeline has header (int); restore it into a loader "
-                                      "built by the same code"));
+                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                                      "only in the checkpoint: shuffle (int), shuffle/from (int); only in this "
+                                      "pipeline: header (int), header/shuffle (int), header/shuffle/from (int)); "
+                                      "restore it into a loader built by the same code"));
+  std::vector<long> longs(10);
+  DataLoader2<long> retyped(iter::from(longs).shuffle());
+  CHECK_THROWS_MATCHES(retyped.load_state_dict(blob), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                                      "shuffle yields int in the checkpoint, long int here; shuffle/from yields int "
+                                      "in the checkpoint, long int here); restore it into a loader built by the same "
+                                      "code"));
+  CHECK_THROWS_MATCHES(DataLoader2<int>(iter::from(range(10)).shuffle())
+                           .load_state_dict(dpipe::testing::test_data("format1_loader.bin")),
+                       dpipe::StateError, Catch::Message(dpipe::testing::kFormat1Refusal));
   DataLoader2<int> mapped(iter::from(range(10)).map([](int x) { return x; }).shuffle());
   mapped.load_state_dict(blob);  // a stateless node more is no other pipeline
   DataLoader2<int> target(iter::from(range(10)).shuffle());

@@ -72,6 +72,54 @@ TEST_CASE("MP checkpoint: restored at every position it continues exactly / the 
   }
 }
 
+/// 120 ints, shuffled, spread to the workers by `spread` and batched; `with_maps` adds two
+/// stateless maps (identities), one in the stream of elements and one on the batches.
+dpipe::IterPipe<Batch> augmented(Spread spread, bool with_maps) {
+  auto source = iter::from(range(120)).shuffle(16);
+  auto spread_out = spread == Spread::kDispatch
+                        ? source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                        : source.sharding_filter();
+  if (!with_maps) return spread_out.batch(4);
+  return spread_out.map([](int x) { return x; }).batch(4).map([](Batch batch) { return batch; });
+}
+
+TEST_CASE("MP checkpoint: a checkpoint restores into a pipeline that gained or lost a stateless map",
+          "[mp][checkpoint]") {
+  struct Setup {
+    std::size_t workers;
+    Spread spread;
+  };
+  for (const Setup setup :
+       {Setup{0, Spread::kShardingFilter}, Setup{2, Spread::kShardingFilter}, Setup{2, Spread::kDispatch}}) {
+    INFO(setup.workers << " workers" << (setup.spread == Spread::kDispatch ? ", a dispatching process" : ""));
+    const auto make = [&](bool with_maps) {
+      auto pipe = augmented(setup.spread, with_maps);
+      return setup.workers == 0 ? DataLoader2<Batch>(pipe, dpipe::InProcessReadingService())
+                                : DataLoader2<Batch>(pipe, workers(setup.workers));
+    };
+    auto reference = make(false);
+    reference.seed(7);
+    const auto first = epoch(reference);
+    const auto second = epoch(reference);
+    REQUIRE(first.size() == 30);
+    for (const bool saved_with_maps : {false, true}) {
+      INFO("saved " << (saved_with_maps ? "with" : "without") << " the maps");
+      std::vector<std::byte> state;
+      {
+        auto loader = make(saved_with_maps);
+        loader.seed(7);
+        auto it = loader.begin();
+        for (int taken = 0; taken < 5; ++taken) ++it;
+        state = loader.state_dict();
+      }
+      auto restored = make(!saved_with_maps);
+      restored.load_state_dict(state);
+      CHECK(epoch(restored) == std::vector<Batch>(first.begin() + 5, first.end()));
+      CHECK(epoch(restored) == second);
+    }
+  }
+}
+
 TEST_CASE("MP checkpoint: restoring does not replay what the workers computed", "[mp][checkpoint]") {
   const auto make_loader = [] {
     auto pipe = iter::from(range(400)).sharding_filter().map([](int x) {
