@@ -3,20 +3,22 @@
 #   make test       install what is missing, build and run the whole test suite
 #   make test-asan  the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-tsan  the concurrency tests under ThreadSanitizer
-#   make bench      build the benchmarks (release) and run them
+#   make bench      build the benchmarks (release) and run them, then measure compile time
 # Each target installs missing Debian packages with apt-get (through sudo when not root).
 
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2
+# bench: GNU time, for the compile-time script's peak memory.
+bench: EXTRA_PACKAGES := time
 CMAKE_COMMON := -DDPIPE_WERROR=ON
 
 .PHONY: deps demo test test-asan test-tsan bench clean
 
 deps:
 	@missing=""; \
-	for package in $(PACKAGES); do \
+	for package in $(PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "ok installed" || missing="$$missing $$package"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -51,6 +53,7 @@ bench: deps
 	  -DDPIPE_BUILD_BENCHMARKS=ON $(CMAKE_COMMON)
 	cmake --build build/bench -j$(JOBS)
 	for benchmark in build/bench/benchmarks/dpipe_bench_*; do "$$benchmark" || exit 1; done
+	benchmarks/compile_time.sh
 
 clean:
 	rm -rf build

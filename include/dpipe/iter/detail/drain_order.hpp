@@ -5,7 +5,6 @@
 /// list, without moving any element: shuffle's final drain uses it to give torchdata's order in
 /// O(n log n) instead of O(n^2).
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -16,36 +15,13 @@ namespace dpipe::detail {
 class DrainOrder {
  public:
   /// Positions 0 .. size-1 all remain.
-  void assign(std::size_t size) {
-    tree_.assign(size + 1, 0);
-    taken_.assign(size, false);
-    for (std::size_t i = 1; i <= size; ++i) {  // a Fenwick tree of ones, built in O(n)
-      tree_[i] += 1;
-      const std::size_t parent = i + (i & (~i + 1));
-      if (parent <= size) tree_[parent] += tree_[i];
-    }
-    remaining_ = size;
-    top_ = size == 0 ? 0 : std::bit_floor(size);
-  }
+  void assign(std::size_t size);
 
   [[nodiscard]] std::size_t remaining() const noexcept { return remaining_; }
   [[nodiscard]] bool taken(std::size_t position) const { return taken_[position]; }
 
   /// Removes the k-th remaining position (0-based) and returns it. REQUIRES: k < remaining().
-  std::size_t take(std::size_t k) {
-    std::size_t position = 0;  // the largest prefix holding at most k remaining positions
-    for (std::size_t step = top_; step != 0; step >>= 1) {
-      const std::size_t next = position + step;
-      if (next < tree_.size() && tree_[next] <= k) {
-        position = next;
-        k -= tree_[next];
-      }
-    }
-    for (std::size_t i = position + 1; i < tree_.size(); i += i & (~i + 1)) --tree_[i];
-    taken_[position] = true;
-    --remaining_;
-    return position;
-  }
+  std::size_t take(std::size_t k);
 
  private:
   std::vector<std::uint32_t> tree_;  // 1-based Fenwick tree of remaining counts
