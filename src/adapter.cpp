@@ -2,9 +2,9 @@
 
 #include <dpipe/adapter.hpp>
 #include <dpipe/core/logging.hpp>
+#include <dpipe/core/root_ops.hpp>
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/settings.hpp>
-#include <dpipe/iter/shuffle.hpp>
 
 namespace dpipe {
 

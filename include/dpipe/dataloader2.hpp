@@ -28,6 +28,7 @@
 #include <dpipe/core/detail/lazy_iterator.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/map_pipe.hpp>
+#include <dpipe/core/root_ops.hpp>
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/iter/prefetch.hpp>
@@ -194,7 +195,7 @@ class DataLoader2 {
   static std::unique_ptr<detail::LoaderCore> make_core(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters,
                                                        const ReadingServiceInterface* service) {
     if constexpr (!std::is_void_v<Service> && !std::is_same_v<Service, MultiProcessingReadingService>) {
-      register_typed_op_once<ops::AppendPrefetch, T, &iter::append_prefetch<T>>();
+      register_typed_op_once<ops::AppendPrefetch, T, &append_node<iter::Prefetcher, T, std::size_t>>();
     }
     return std::make_unique<detail::LoaderCore>(pipe.ptr(), adapters, service);
   }
@@ -203,7 +204,7 @@ class DataLoader2 {
   static std::unique_ptr<detail::LoaderCore> make_core_adapted(const IterPipe<T>& pipe,
                                                                const std::vector<AdapterPtr>& adapters,
                                                                const ReadingServiceInterface* service) {
-    register_typed_op_once<ops::AppendShuffle, T, &iter::append_shuffle<T>>();
+    register_typed_op_once<ops::AppendShuffle, T, &append_node<iter::Shuffler, T, std::size_t>>();
     return make_core<Service>(pipe, adapters, service);
   }
 

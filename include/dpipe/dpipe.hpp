@@ -19,6 +19,7 @@
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/map_datapipe.hpp>
 #include <dpipe/core/map_pipe.hpp>
+#include <dpipe/core/root_ops.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/core/type_name.hpp>
 #include <dpipe/core/typed_op.hpp>

@@ -1,9 +1,9 @@
 // InProcessReadingService.
 
+#include <dpipe/core/root_ops.hpp>
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/settings.hpp>
-#include <dpipe/iter/prefetch.hpp>
 #include <dpipe/reading_service/in_process.hpp>
 
 namespace dpipe {

@@ -247,6 +247,14 @@ template <class Node, class... Args>
   return IterPipe<typename Node::value_type>(std::make_shared<Node>(std::forward<Args>(args)...));
 }
 
+/// Appends a `Node<T>(node, args...)` to `node`, an erased iter node of element type T: the
+/// implementation of typed operations such as ops::AppendPrefetch and ops::AppendShuffle
+/// (`register_typed_op_once<ops::AppendPrefetch, T, &append_node<iter::Prefetcher, T, std::size_t>>()`).
+template <template <class> class Node, class T, class... Args>
+DataPipePtr append_node(const DataPipePtr& node, Args... args) {
+  return std::make_shared<Node<T>>(IterPipe<T>(std::static_pointer_cast<IterDataPipe<T>>(node)), std::move(args)...);
+}
+
 namespace iter {
 
 /// The `|` adaptor of a node class: `inline constexpr auto running_sum = iter::adaptor<RunningSum>;`

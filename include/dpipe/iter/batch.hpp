@@ -20,39 +20,33 @@ class Batcher final : public IterDataPipe<std::vector<T>> {
   static constexpr std::string_view kName = "batch";
 
   Batcher(const IterPipe<T>& source, std::size_t batch_size, bool drop_last)
-      : IterDataPipe<std::vector<T>>(std::string(kName)),
-        source_(source.ptr()),
-        batch_size_(batch_size),
-        drop_last_(drop_last) {
-    detail::require_batch_size(batch_size);
-  }
+      : IterDataPipe<std::vector<T>>(std::string(kName)), source_(source.ptr()), shape_(batch_size, drop_last) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Batcher>(*this); }
   [[nodiscard]] bool stateless() const noexcept override { return true; }
 
-  [[nodiscard]] std::size_t batch_size() const noexcept { return batch_size_; }
-  [[nodiscard]] bool drop_last() const noexcept { return drop_last_; }
+  [[nodiscard]] std::size_t batch_size() const noexcept { return shape_.size; }
+  [[nodiscard]] bool drop_last() const noexcept { return shape_.drop_last; }
 
  protected:
   std::optional<std::vector<T>> next_impl() override {
     std::vector<T> batch;
-    batch.reserve(batch_size_);
-    const std::size_t got = source_.pull(batch, batch_size_);
-    if (got == 0 || (got < batch_size_ && drop_last_)) return std::nullopt;
+    batch.reserve(shape_.size);
+    const std::size_t got = source_.pull(batch, shape_.size);
+    if (got == 0 || (got < shape_.size && shape_.drop_last)) return std::nullopt;
     return batch;
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override {
     const auto source_length = source_.length();
     if (!source_length) return std::nullopt;
-    return drop_last_ ? *source_length / batch_size_ : (*source_length + batch_size_ - 1) / batch_size_;
+    return shape_.count(*source_length);
   }
 
  private:
   Input<T> source_;
-  std::size_t batch_size_;
-  bool drop_last_;
+  detail::BatchShape shape_;
 };
 
 }  // namespace dpipe::iter

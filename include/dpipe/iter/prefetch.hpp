@@ -6,8 +6,8 @@
 /// blocks on condition variables). Checkpoint state: the elements read ahead (saving requires the
 /// thread to be stopped, which graph::save_state does).
 ///
-/// InProcessReadingService appends one to a loader's graph with ops::AppendPrefetch, which
-/// DataLoader2<T> registers for its element type.
+/// InProcessReadingService appends one to a loader's graph with ops::AppendPrefetch
+/// (<dpipe/core/root_ops.hpp>), which DataLoader2<T> registers for its element type.
 
 #include <algorithm>
 #include <cstddef>
@@ -156,23 +156,9 @@ class Prefetcher final : public IterDataPipe<T> {
   std::unique_ptr<detail::PrefetchEngine> engine_;
 };
 
-/// Makes ops::AppendPrefetch for element type T.
-template <class T>
-DataPipePtr append_prefetch(const DataPipePtr& node, std::size_t buffer_size) {
-  return std::make_shared<Prefetcher<T>>(IterPipe<T>(std::static_pointer_cast<IterDataPipe<T>>(node)), buffer_size);
-}
-
 }  // namespace dpipe::iter
 
 namespace dpipe {
-
-namespace ops {
-/// `node.prefetch(buffer_size)` on an erased iter node.
-struct AppendPrefetch {
-  using Function = DataPipePtr(const DataPipePtr& node, std::size_t buffer_size);
-  static constexpr std::string_view kOperation = "prefetch";
-};
-}  // namespace ops
 
 template <class T>
 IterPipe<T> IterPipe<T>::prefetch(std::size_t buffer_size) const {

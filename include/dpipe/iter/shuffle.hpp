@@ -159,23 +159,9 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
   std::vector<T> staging_;
 };
 
-/// Makes ops::AppendShuffle for element type T.
-template <class T>
-DataPipePtr append_shuffle(const DataPipePtr& node, std::size_t buffer_size) {
-  return std::make_shared<Shuffler<T>>(IterPipe<T>(std::static_pointer_cast<IterDataPipe<T>>(node)), buffer_size);
-}
-
 }  // namespace dpipe::iter
 
 namespace dpipe {
-
-namespace ops {
-/// `node.shuffle(buffer_size)` on an erased iter node (the Shuffle adapter appends one).
-struct AppendShuffle {
-  using Function = DataPipePtr(const DataPipePtr& node, std::size_t buffer_size);
-  static constexpr std::string_view kOperation = "shuffle";
-};
-}  // namespace ops
 
 template <class T>
 IterPipe<T> IterPipe<T>::shuffle(std::size_t buffer_size) const {

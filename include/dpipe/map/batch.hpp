@@ -21,10 +21,7 @@ class Batcher final : public MapDataPipe<std::size_t, std::vector<V>> {
   Batcher(const MapPipe<std::size_t, V>& source, std::size_t batch_size, bool drop_last)
       : MapDataPipe<std::size_t, std::vector<V>>(std::string(kName)),
         source_(source.ptr()),
-        batch_size_(batch_size),
-        drop_last_(drop_last) {
-    detail::require_batch_size(batch_size);
-  }
+        shape_(batch_size, drop_last) {}
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Batcher>(*this); }
@@ -32,23 +29,19 @@ class Batcher final : public MapDataPipe<std::size_t, std::vector<V>> {
  protected:
   std::vector<V> get_impl(const std::size_t& key) override {
     if (key >= size_impl()) DPIPE_THROW(KeyError, "Index {} is out of bound.", key);
-    const std::size_t first = key * batch_size_;
-    const std::size_t last = std::min(first + batch_size_, source_.size());
+    const std::size_t first = key * shape_.size;
+    const std::size_t last = std::min(first + shape_.size, source_.size());
     std::vector<V> batch;
     batch.reserve(last - first);
     for (std::size_t i = first; i < last; ++i) batch.push_back(source_.get(i));
     return batch;
   }
 
-  [[nodiscard]] std::size_t size_impl() const override {
-    const std::size_t n = source_.size();
-    return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
-  }
+  [[nodiscard]] std::size_t size_impl() const override { return shape_.count(source_.size()); }
 
  private:
   MapInput<std::size_t, V> source_;
-  std::size_t batch_size_;
-  bool drop_last_;
+  detail::BatchShape shape_;
 };
 
 /// `src | map::batch(batch_size, drop_last)`.

@@ -13,6 +13,19 @@ inline void require_batch_size(std::size_t batch_size) {
   if (batch_size == 0) DPIPE_THROW(InvalidArgument, "Batch size is required to be larger than 0!");
 }
 
+/// The shape of the batches of `batch` (iter and map): `size` elements each (InvalidArgument when
+/// 0), and whether a short last batch is dropped.
+struct BatchShape {
+  BatchShape(std::size_t batch_size, bool drop_short_last) : size(batch_size), drop_last(drop_short_last) {
+    require_batch_size(batch_size);
+  }
+  /// How many batches `n` elements make.
+  [[nodiscard]] std::size_t count(std::size_t n) const noexcept { return drop_last ? n / size : (n + size - 1) / size; }
+
+  std::size_t size;
+  bool drop_last;
+};
+
 /// fork and demux.
 inline void require_instances(std::size_t num_instances) {
   if (num_instances < 1) {
