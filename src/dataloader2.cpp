@@ -283,6 +283,7 @@ void LoaderCore::shutdown() noexcept {
   } catch (const std::exception& error) {
     log_warning("DataLoader2: the reading service failed to finalize: {}", error.what());
   }
+  if (stopped_) stopped_->keep_stopped();  // a paused loader's threads stay stopped: no restart to stop them again
   stopped_.reset();
   stop_background();
 }

@@ -15,7 +15,9 @@ InProcessReadingService::InProcessReadingService(std::size_t prefetch_cnt, Worke
 InProcessReadingService::InProcessReadingService(const InProcessReadingService& other)
     : ReadingService(other), prefetch_cnt_(other.prefetch_cnt_), init_fn_(other.init_fn_), reset_fn_(other.reset_fn_) {}
 
-InProcessReadingService::~InProcessReadingService() = default;
+InProcessReadingService::~InProcessReadingService() {
+  if (paused_) paused_->keep_stopped();  // destroyed while paused: no thread restarts to run user code now
+}
 
 GraphFunction InProcessReadingService::current_root() {
   DataPipePtr end = end_;

@@ -120,6 +120,7 @@ GraphFunction MultiProcessingReadingService::initialize_iteration(SeedGenerator&
   graph::set_graph_random_seed(end_, main_seeds);  // the nodes that stay in the main process
   group_->reset(epoch);
   paused_ = false;
+  leave_main_background_stopped();  // the loader's reset of the root starts the new epoch's threads
   return {};
 }
 
@@ -131,13 +132,23 @@ void MultiProcessingReadingService::finalize() {
   stop_main_background();
   group_->stop();
   group_.reset();
+  leave_main_background_stopped();  // nothing may read the workers any more
 }
 
 void MultiProcessingReadingService::stop_main_background() {
-  if (!main_stopped_) main_stopped_ = std::make_unique<graph::BackgroundStop>(end_);
+  // Afresh every time: a node restarts its thread when it is read or reset (a new epoch), whatever
+  // stopped it before.
+  auto stopped = std::make_unique<graph::BackgroundStop>(end_);
+  leave_main_background_stopped();
+  main_stopped_ = std::move(stopped);
 }
 
 void MultiProcessingReadingService::restart_main_background() { main_stopped_.reset(); }
+
+void MultiProcessingReadingService::leave_main_background_stopped() noexcept {
+  if (main_stopped_) main_stopped_->keep_stopped();
+  main_stopped_.reset();
+}
 
 GraphFunction MultiProcessingReadingService::pause(GraphFunction pause_fn) {
   if (options_.num_workers == 0) throw_no_workers("pause");

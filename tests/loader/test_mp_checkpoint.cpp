@@ -28,7 +28,7 @@ using Batch = std::vector<int>;
 /// Elements below this value must not be computed: set before a restored loader forks its workers.
 int g_replay_guard = -1;
 
-enum class Spread { kShardingFilter, kDispatch, kMixed };
+enum class Spread { kShardingFilter, kDispatch, kMixed, kMainTail };
 
 /// kMixed runs threadpool_map, fork + zip and prefetch inside each worker, as the in-process sweep
 /// of test_checkpoint.cpp does.
@@ -41,6 +41,8 @@ dpipe::IterPipe<Batch> make_pipeline(Spread spread) {
       return source.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
           .map([](int x) { return mix(x, 3, 0); })
           .batch(4);
+    case Spread::kMainTail:  // fullsync is not replicable: it, the prefetch and the batch run in the main process
+      return source.sharding_filter().map([](int x) { return mix(x, 3, 0); }).fullsync().prefetch(3).batch(4);
     default: {
       auto forks =
           source.sharding_filter().threadpool_map([](int x) { return mix(x, 3, 0); }, 2, 6).enumerate().fork(2, 64);
@@ -64,7 +66,8 @@ TEST_CASE("MP checkpoint: restored at every position it continues exactly / the 
        {Setup{1, Spread::kShardingFilter, "sharding_filter"}, Setup{2, Spread::kShardingFilter, "sharding_filter"},
         Setup{2, Spread::kDispatch, "a dispatching process"},
         Setup{1, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"},
-        Setup{2, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"}}) {
+        Setup{2, Spread::kMixed, "threadpool_map, fork + zip and prefetch in the workers"},
+        Setup{2, Spread::kMainTail, "a prefetch in the main process, after the workers"}}) {
     INFO(setup.workers << " workers, " << setup.what);
     const auto first = dpipe::testing::check_restore_sweep(
         [&] { return DataLoader2<Batch>(make_pipeline(setup.spread), workers(setup.workers)); });

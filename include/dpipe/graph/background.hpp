@@ -14,7 +14,8 @@ namespace dpipe::graph {
 /// Thread-safety: the thread that iterates the graph.
 class BackgroundStop {
  public:
-  /// Stops every node upstream of `root`, root first (DataPipe::stop_background).
+  /// Stops every node upstream of `root`, root first (DataPipe::stop_background). When a node's
+  /// stop throws, the nodes stopped before it are restarted and the exception propagates.
   explicit BackgroundStop(const DataPipePtr& root);
   /// Restarts the nodes, sources first (DataPipe::start_background), unless keep_stopped() was
   /// called. Nodes restart lazily anyway when they are next read.
@@ -26,6 +27,9 @@ class BackgroundStop {
   void keep_stopped() noexcept { nodes_.clear(); }
 
  private:
+  /// Restarts the stopped nodes, sources first; a node that fails to restart is logged.
+  void restart() noexcept;
+
   std::vector<DataPipePtr> nodes_;
 };
 

@@ -114,8 +114,12 @@ class MultiProcessingReadingService final
 
  private:
   DataPipePtr start(DataPipePtr graph, const detail::mp::GroupState* saved);
+  /// Stops the threads of the main process's nodes (a prefetch after a fullsync) until
+  /// restart_main_background(), so that nothing but the caller reads the workers.
   void stop_main_background();
   void restart_main_background();
+  /// Forgets the stop without restarting the threads: the nodes restart when next read or reset.
+  void leave_main_background_stopped() noexcept;
 
   MultiProcessingOptions options_;
   std::shared_ptr<detail::mp::ProcessGroup> group_;

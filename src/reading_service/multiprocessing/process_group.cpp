@@ -39,9 +39,21 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
 }
 
 /// A child's reply to a checkpoint request: its state, or (kError) why it cannot save it.
-std::vector<std::byte> take_reply(RecordKind kind, std::vector<std::byte> payload) {
-  if (kind == RecordKind::kError) throw_cannot_save(from_bytes<ErrorReport>(payload));
-  return payload;
+struct Reply {
+  RecordKind kind = RecordKind::kState;
+  std::vector<std::byte> payload;
+};
+
+/// The children's states; throws for the first child that cannot save its state (after every
+/// reply was read, so that none is left in a ring for the stream to trip over later).
+std::vector<std::vector<std::byte>> take_states(std::vector<Reply> replies) {
+  for (const Reply& reply : replies) {
+    if (reply.kind == RecordKind::kError) throw_cannot_save(from_bytes<ErrorReport>(reply.payload));
+  }
+  std::vector<std::vector<std::byte>> states;
+  states.reserve(replies.size());
+  for (Reply& reply : replies) states.push_back(std::move(reply.payload));
+  return states;
 }
 
 }  // namespace
@@ -146,18 +158,19 @@ GroupState ProcessGroup::checkpoint() {
   if (plan_.dispatched) send(controls_.back(), workers, pause_message);
   const auto checkpoint_message = to_bytes(ControlMessage{Command::kCheckpoint, request});
   for (std::size_t w = 0; w < workers; ++w) send(controls_[w], w, checkpoint_message);
-  GroupState state;
-  state.generation = generation_;
-  for (std::size_t w = 0; w < workers; ++w) {
-    std::vector<std::byte> payload;
-    const RecordKind kind = merge_->read_reply(w, payload);
-    state.workers.push_back(take_reply(kind, std::move(payload)));
-  }
+  std::vector<Reply> replies(workers);
+  for (std::size_t w = 0; w < workers; ++w) replies[w].kind = merge_->read_reply(w, replies[w].payload);
   if (plan_.dispatched) {
     send(controls_.back(), workers, checkpoint_message);
-    std::vector<std::byte> payload;
-    const RecordKind kind = dispatcher_replies_->read_reply(endpoint(), payload);
-    state.dispatcher = take_reply(kind, std::move(payload));
+    Reply& reply = replies.emplace_back();
+    reply.kind = dispatcher_replies_->read_reply(endpoint(), reply.payload);
+  }
+  GroupState state;
+  state.generation = generation_;
+  state.workers = take_states(std::move(replies));
+  if (plan_.dispatched) {
+    state.dispatcher = std::move(state.workers.back());
+    state.workers.pop_back();
   }
   return state;
 }
