@@ -27,7 +27,14 @@ std::string_view kind_name(PipeKind kind) {
 
 }  // namespace
 
-DataPipe::DataPipe(std::string name) : id_(next_node_id()), name_(std::move(name)) {}
+DataPipe::DataPipe(std::string name) : id_(next_node_id()), name_(std::move(name)) {
+  if (name_.empty() || name_.find_first_of(":/") != std::string::npos) {
+    DPIPE_THROW(InvalidArgument,
+                "a node name must be non-empty and contain neither ':' nor '/' (they separate the keys of a "
+                "checkpoint), got \"{}\"",
+                name_);
+  }
+}
 
 DataPipe::DataPipe(const DataPipe& other)
     : std::enable_shared_from_this<DataPipe>(other),

@@ -200,6 +200,27 @@ TEST_CASE("DataPipe: ids / names / labels and inputs", "[core][datapipe]") {
   CHECK_FALSE(mapped.node().is_replicable());
 }
 
+/// A source node with a name of the test's choosing.
+class Named final : public dpipe::IterDataPipe<int> {
+ public:
+  explicit Named(std::string name) : IterDataPipe(std::move(name)) {}
+  void for_each_input(const dpipe::InputVisitor& /*visit*/) override {}
+  [[nodiscard]] dpipe::DataPipePtr clone_self() const override { return std::make_shared<Named>(*this); }
+
+ protected:
+  std::optional<int> next_impl() override { return std::nullopt; }
+};
+
+TEST_CASE("DataPipe: a name with ':' or '/' / an empty name is refused", "[core][datapipe]") {
+  for (const std::string name : {"ns::Tok", "a/b", ""}) {
+    CHECK_THROWS_MATCHES(Named(name), dpipe::InvalidArgument,
+                         Catch::Message("a node name must be non-empty and contain neither ':' nor '/' (they "
+                                        "separate the keys of a checkpoint), got \"" +
+                                        name + "\""));
+  }
+  CHECK(Named("tokens_v2").name() == "tokens_v2");
+}
+
 TEST_CASE("DataPipe: replace_input checks the element type and names both types", "[core][datapipe]") {
   auto source = iter::from({1, 2, 3});
   auto batched = source.batch(2);
@@ -392,6 +413,14 @@ TEST_CASE("typed ops: every iter node has a placeholder and an encoder when its 
   CHECK(dpipe::find_typed_op<dpipe::ops::Decode>(ints.node()) != nullptr);
   CHECK(dpipe::find_typed_op<dpipe::ops::Encode>(opaque.node()) == nullptr);
   CHECK(dpipe::find_typed_op<dpipe::ops::Decode>(opaque.node()) == nullptr);
+}
+
+TEST_CASE("typed ops: a map node never takes the operations of iter nodes of its key-value pairs", "[core][typed_op]") {
+  auto pairs = iter::from(std::vector<std::pair<std::size_t, int>>{{0, 1}});  // registers Placeholder for the pair
+  CHECK(dpipe::find_typed_op<dpipe::ops::Placeholder>(pairs.node()) != nullptr);
+  const dpipe::DataPipePtr map_node = dpipe::map::from(std::vector<int>{1, 2}).ptr();
+  CHECK(dpipe::find_typed_op<dpipe::ops::Placeholder>(*map_node) == nullptr);
+  CHECK_THROWS_AS(dpipe::apply_typed_op<dpipe::ops::Placeholder>(map_node), dpipe::NotSupportedError);
 }
 
 TEST_CASE("Logging: DPIPE_LOG_LEVEL names spdlog's levels", "[core][logging]") {

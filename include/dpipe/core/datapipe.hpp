@@ -74,8 +74,9 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   [[nodiscard]] virtual PipeKind kind() const noexcept = 0;
   /// The element type, e.g. "int" for an iter pipe, "std::size_t -> int" for a map pipe.
   [[nodiscard]] virtual std::string element_type() const = 0;
-  /// The element type as a key for typed operations: T for an iter pipe of T, std::pair<K, V> for
-  /// a map pipe, void for nodes that yield nothing themselves.
+  /// The element type as a key for typed operations: T for an iter pipe of T, MapDataPipe<K, V>
+  /// for a map pipe (so that no operation registered for iter pipes of std::pair<K, V> ever
+  /// applies to a map node), void for nodes that yield nothing themselves.
   [[nodiscard]] virtual std::type_index element_type_index() const noexcept { return typeid(void); }
 
   /// Calls `visit` on each input edge, in declaration order. Every node implements this.
@@ -122,6 +123,8 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   virtual void start_background() {}
 
  protected:
+  /// A node called `name` ("map", "running_sum"): non-empty, without ':' or '/', which separate
+  /// the keys of a checkpoint (InvalidArgument otherwise).
   explicit DataPipe(std::string name);
   /// Copies the configuration with a fresh id.
   DataPipe(const DataPipe& other);

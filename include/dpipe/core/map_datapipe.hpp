@@ -27,7 +27,7 @@ class MapDataPipe : public DataPipe {
 
   [[nodiscard]] PipeKind kind() const noexcept final { return PipeKind::kMap; }
   [[nodiscard]] std::string element_type() const final { return type_name<K>() + " -> " + type_name<V>(); }
-  [[nodiscard]] std::type_index element_type_index() const noexcept final { return typeid(std::pair<K, V>); }
+  [[nodiscard]] std::type_index element_type_index() const noexcept final { return typeid(MapDataPipe); }
 
   /// The value at `key`; throws KeyError when there is none.
   V get(const K& key) { return get_impl(key); }

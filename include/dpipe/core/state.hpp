@@ -2,7 +2,7 @@
 /// \file
 /// Checkpoint state, keyed like tf.data's iterator checkpoints: every value is a named field under
 /// the path of what saved it, "graph/shuffle/from:position", "loader:epoch",
-/// "service/multiprocessing/worker1/shuffle:buffer". A whole checkpoint is one flat list of such
+/// "service/worker1/graph/shuffle:buffer". A whole checkpoint is one flat list of such
 /// fields in one envelope with one checksum (StateStore::to_blob), which `dpipe-inspect` prints.
 ///
 /// Nodes write their fields through a StateWriter in DataPipe::save_state and read them back

@@ -20,7 +20,9 @@ struct BatchShape {
     require_batch_size(batch_size);
   }
   /// How many batches `n` elements make.
-  [[nodiscard]] std::size_t count(std::size_t n) const noexcept { return drop_last ? n / size : (n + size - 1) / size; }
+  [[nodiscard]] std::size_t count(std::size_t n) const noexcept {
+    return n / size + (!drop_last && n % size != 0 ? 1 : 0);
+  }
 
   std::size_t size;
   bool drop_last;
