@@ -1,12 +1,14 @@
 // The main example: a trainer loop over DataLoader2 with two worker processes. It trains three
 // epochs without interruption, then trains again, stops in the middle of epoch 1 with a
-// checkpoint, destroys the loader (as a crash or a preemption would), restores a new loader from
-// the checkpoint, and finishes: the second run sees exactly the batches of the first.
+// checkpoint written to a file, destroys the loader (as a crash or a preemption would), restores a
+// new loader from the file, and finishes: the second run sees exactly the batches of the first.
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include <dpipe/dpipe.hpp>
@@ -77,29 +79,38 @@ int main() {
 
   // [train]
   std::uint64_t checksum = 0;
-  std::vector<std::byte> checkpoint;
+  const auto file = std::filesystem::temp_directory_path() / ("dpipe-demo-" + std::to_string(getpid()) + ".ckpt");
   {
     auto loader = make_loader();
-    for (std::uint64_t epoch = 0; epoch < kEpochs && checkpoint.empty(); ++epoch) {
+    bool stopped = false;
+    for (std::uint64_t epoch = 0; epoch < kEpochs && !stopped; ++epoch) {
       loader.seed(epoch);
       std::size_t step = 0;
       for (const auto& batch : loader) {
         train_step(batch, checksum);
         if (epoch == 1 && ++step == kStopAfter) {
-          checkpoint = loader.state_dict();  // exactly the batches trained on, workers included
+          // Exactly the batches trained on, workers included; written atomically, so a crash
+          // while saving leaves the previous checkpoint, never half of this one.
+          dpipe::save_checkpoint_file(file, loader.state_dict());
+          stopped = true;
           break;
         }
       }
     }
   }  // the loader and its workers are gone
-  std::printf("stopped in epoch 1 after %zu batches; checkpoint of %zu bytes\n", kStopAfter, checkpoint.size());
+  std::printf("stopped in epoch 1 after %zu batches; checkpoint of %ju bytes\n", kStopAfter,
+              static_cast<std::uintmax_t>(std::filesystem::file_size(file)));
 
   auto resumed = make_loader();
-  resumed.load_state_dict(checkpoint);                            // new workers continue where the old ones stopped
+  resumed.load_state_dict(dpipe::load_checkpoint_file(file));  // new workers continue where the old ones stopped
+  std::printf("restored: epoch %llu of the loader, %llu batches already trained in it\n",
+              static_cast<unsigned long long>(resumed.epoch()),
+              static_cast<unsigned long long>(resumed.elements_in_epoch()));
   for (const auto& batch : resumed) train_step(batch, checksum);  // the rest of epoch 1
   resumed.seed(2);
   for (const auto& batch : resumed) train_step(batch, checksum);  // epoch 2
   // [train]
+  std::filesystem::remove(file);
 
   std::printf("uninterrupted checksum %llu\nresumed checksum       %llu\nidentical: %s\n",
               static_cast<unsigned long long>(expected), static_cast<unsigned long long>(checksum),

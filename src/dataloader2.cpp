@@ -421,6 +421,9 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
   reset_seed_ = reset_seed;
   seeds_ = seeds;
   initial_seeds_ = initial_seeds;
+  // What the trainer asks before its loop (epoch() to seed it): the restored position.
+  epoch_ = restore->epoch;
+  taken_ = restore->taken;
   restore_ = std::move(restore);
   loaded_blob_.assign(blob.begin(), blob.end());
 }

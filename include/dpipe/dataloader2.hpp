@@ -183,7 +183,9 @@ class DataLoader2 {
   [[nodiscard]] graph::DataPipeGraph graph() const { return graph::traverse_dps(core_->root()); }
   /// The loader's copy of the reading service, or nullptr.
   [[nodiscard]] ReadingServiceInterface* reading_service() const noexcept { return core_->reading_service(); }
-  /// Epochs started so far, and elements handed out in the current one.
+  /// Epochs started so far, and elements handed out in the current one. After load_state_dict(),
+  /// before the next iteration, they are the restored ones: the epoch the checkpoint was saved in
+  /// (which the next iteration continues, or follows when it had ended) and its elements.
   [[nodiscard]] std::uint64_t epoch() const noexcept { return core_->epoch(); }
   [[nodiscard]] std::uint64_t elements_in_epoch() const noexcept { return core_->elements_in_epoch(); }
 

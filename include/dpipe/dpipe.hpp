@@ -7,6 +7,7 @@
 #define DPIPE_VERSION_PATCH 0
 
 #include <dpipe/adapter.hpp>
+#include <dpipe/checkpoint_file.hpp>
 #include <dpipe/core/adaptor.hpp>
 #include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/concepts.hpp>

@@ -3,9 +3,12 @@
 // restoring does not replay; bad blobs are refused with StateError.
 
 #include <atomic>
+#include <filesystem>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -108,6 +111,72 @@ TEST_CASE("checkpoint: a node without state support falls back to replaying / wi
     return DataLoader2<int>(dpipe::make_iter<dpipe::testing::PlusOne>(iter::from(range(30)).shuffle(5)),
                             InProcessReadingService());
   });
+}
+
+TEST_CASE("checkpoint: epoch() and elements_in_epoch() are the restored ones before the first begin()",
+          "[loader][checkpoint]") {
+  const auto make = [] { return DataLoader2<int>(iter::from(range(10)).shuffle(4)); };
+  auto loader = make();
+  loader.seed(3);
+  (void)dpipe::testing::epoch(loader);  // epoch 1
+  auto it = loader.begin();             // epoch 2
+  for (int i = 0; i < 5; ++i) ++it;
+  const auto mid_epoch = loader.state_dict();
+  for (; it != loader.end(); ++it) {
+  }
+  const auto ended = loader.state_dict();
+
+  auto resumed = make();
+  resumed.load_state_dict(mid_epoch);
+  CHECK(resumed.epoch() == 2);  // a trainer that seeds per epoch from epoch() sees the saved epoch
+  CHECK(resumed.elements_in_epoch() == 5);
+  CHECK(dpipe::testing::epoch(resumed).size() == 5);  // the rest of epoch 2
+  CHECK(resumed.epoch() == 2);
+  CHECK(resumed.elements_in_epoch() == 10);
+
+  auto after_end = make();
+  after_end.load_state_dict(ended);
+  CHECK(after_end.epoch() == 2);
+  CHECK(after_end.elements_in_epoch() == 10);
+  CHECK(dpipe::testing::epoch(after_end).size() == 10);  // the next iteration is epoch 3
+  CHECK(after_end.epoch() == 3);
+}
+
+TEST_CASE("checkpoint files: saved atomically / loaded back / clear errors", "[loader][checkpoint]") {
+  const auto directory = std::filesystem::temp_directory_path() / ("dpipe-checkpoint-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(directory);
+  const auto path = directory / "loader.bin";
+  DataLoader2<int> loader(iter::from(range(10)).shuffle(4));
+  auto it = loader.begin();
+  ++it;
+  const auto blob = loader.state_dict();
+  dpipe::save_checkpoint_file(path, blob);
+  CHECK(dpipe::load_checkpoint_file(path) == blob);
+  const std::vector<std::byte> smaller(blob.begin(), blob.begin() + 10);
+  dpipe::save_checkpoint_file(path, smaller);  // replaces the file whole
+  CHECK(dpipe::load_checkpoint_file(path) == smaller);
+  CHECK(std::distance(std::filesystem::directory_iterator(directory), std::filesystem::directory_iterator()) == 1);
+
+  // A save that fails (here: the rename, over a directory) leaves the previous file and no temporary one.
+  const auto occupied = directory / "occupied";
+  std::filesystem::create_directory(occupied);
+  std::filesystem::create_directory(occupied / "inside");
+  CHECK_THROWS_WITH(dpipe::save_checkpoint_file(occupied, blob),
+                    Catch::StartsWith("checkpoint file " + occupied.string() + ".tmp-") &&
+                        Catch::Contains(": cannot rename it over the checkpoint: "));
+  CHECK(std::distance(std::filesystem::directory_iterator(directory), std::filesystem::directory_iterator()) == 2);
+
+  CHECK_THROWS_MATCHES(dpipe::load_checkpoint_file(directory / "missing.bin"), dpipe::StateError,
+                       Catch::Message("checkpoint file " + (directory / "missing.bin").string() +
+                                      ": cannot open it: No such file or directory"));
+  CHECK_THROWS_MATCHES(dpipe::load_checkpoint_file(occupied), dpipe::StateError,
+                       Catch::Message("checkpoint file " + occupied.string() + ": not a regular file"));
+  CHECK_THROWS_AS(dpipe::save_checkpoint_file(directory / "no" / "such" / "dir.bin", blob), dpipe::StateError);
+  CHECK_THROWS_WITH(
+      dpipe::save_checkpoint_file(directory / "no" / "such" / "dir.bin", blob),
+      Catch::StartsWith("checkpoint file " + (directory / "no" / "such" / "dir.bin").string() + ".tmp-") &&
+          Catch::EndsWith(": cannot create it: No such file or directory"));
+  std::filesystem::remove_all(directory);
 }
 
 TEST_CASE("checkpoint: a field that belongs to nothing in the loader is refused", "[loader][checkpoint]") {
