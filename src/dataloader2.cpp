@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <string_view>
+#include <typeinfo>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,6 +18,7 @@
 #include <dpipe/graph/linter.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/graph/state.hpp>
+#include <dpipe/reading_service/multiprocessing.hpp>
 
 namespace dpipe::detail {
 namespace {
@@ -91,6 +94,31 @@ void check_pipeline(const std::vector<graph::NodeRecord>& saved, const std::vect
               "the checkpoint was saved from a different pipeline (stateful nodes by path; {}); restore it into a "
               "loader built by the same code",
               fmt::join(differences, "; "));
+}
+
+/// "dpipe::MultiProcessingReadingService with 2 worker processes", "no reading service": what a
+/// checkpoint records of the service that saved it, for the message when another one loads it.
+std::string describe_service(const ReadingServiceInterface* service) {
+  if (service == nullptr) return "no reading service";
+  std::string text = demangle(typeid(*service).name());
+  if (const auto* workers = dynamic_cast<const MultiProcessingReadingService*>(service)) {
+    text += fmt::format(" with {} worker processes", workers->options().num_workers);
+  }
+  return text;
+}
+
+/// Throws StateError when the checkpoint's service state and this loader's service do not fit:
+/// one keeps state of its own (worker processes) and the other does not.
+void check_service(const std::string& saved, bool saved_service_state, GraphMode mode,
+                   const ReadingServiceInterface* here) {
+  const bool checkpointable = dynamic_cast<const CheckpointableReadingServiceInterface*>(here) != nullptr;
+  if (saved_service_state == checkpointable || (!saved_service_state && mode != GraphMode::kState)) return;
+  DPIPE_THROW(StateError,
+              "the checkpoint was saved by a loader with {}, this loader has {}: {}; build the loader with the "
+              "reading service the checkpoint was saved with (the same worker count) to resume it",
+              saved, describe_service(here),
+              saved_service_state ? "it cannot restore the state of that service (its worker processes)"
+                                  : "the checkpoint holds no state for this service (its worker processes)");
 }
 
 }  // namespace
@@ -334,6 +362,7 @@ std::vector<std::byte> LoaderCore::state_dict() {
   StateStore store;
   StateWriter loader(store, "loader");
   loader.write("pipeline", pipeline_records(before_service_));
+  loader.write("service", describe_service(service_.get()));
   loader.write("seed", seed_);
   loader.write("reset_seed", reset_seed_);
   loader.write("seeds", seeds_);
@@ -405,6 +434,7 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
   }
   restore->mode = static_cast<GraphMode>(found - std::begin(kGraphModes));
   restore->service_state = loader.read<bool>("service_state");
+  check_service(loader.read<std::string>("service"), restore->service_state, restore->mode, service_.get());
   for (const auto& field : restore->store.fields()) {
     const std::string_view key = field.key;
     const bool known = key.starts_with("loader:") || key.starts_with("graph/") || key.starts_with("service:") ||
@@ -413,9 +443,6 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
   }
   if (const auto unread = restore->store.unread("loader"); !unread.empty()) {
     DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in a DataLoader2", unread.front());
-  }
-  if (restore->service_state && dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get()) == nullptr) {
-    DPIPE_THROW(StateError, "Cannot restore from non-checkpointable reading service");
   }
   seed_ = seed;
   reset_seed_ = reset_seed;

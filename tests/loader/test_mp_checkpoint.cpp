@@ -123,6 +123,50 @@ TEST_CASE("MP checkpoint: a checkpoint restores into a pipeline that gained or l
   }
 }
 
+TEST_CASE("MP checkpoint: a checkpoint from worker processes in an in-process loader / and back say what to do",
+          "[mp][checkpoint]") {
+  const auto pipe = [] { return iter::from(range(60)).shuffle(10).sharding_filter(); };
+  const auto saved_after_3 = [](DataLoader2<int> loader) {
+    loader.seed(1);
+    auto it = loader.begin();
+    for (int i = 0; i < 3; ++i) ++it;
+    return loader.state_dict();
+  };
+  const auto with_workers = saved_after_3(DataLoader2<int>(pipe(), workers(2)));
+  const auto in_process = saved_after_3(DataLoader2<int>(pipe(), dpipe::InProcessReadingService()));
+  const auto no_service = saved_after_3(DataLoader2<int>(pipe()));
+  const std::string advice =
+      "; build the loader with the reading service the checkpoint was saved with (the same worker count) to "
+      "resume it";
+
+  DataLoader2<int> in_process_loader(pipe(), dpipe::InProcessReadingService());
+  CHECK_THROWS_MATCHES(in_process_loader.load_state_dict(with_workers), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved by a loader with dpipe::MultiProcessingReadingService "
+                                      "with 2 worker processes, this loader has dpipe::InProcessReadingService: it "
+                                      "cannot restore the state of that service (its worker processes)" +
+                                      advice));
+  DataLoader2<int> plain_loader(pipe());
+  CHECK_THROWS_MATCHES(plain_loader.load_state_dict(with_workers), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved by a loader with dpipe::MultiProcessingReadingService "
+                                      "with 2 worker processes, this loader has no reading service: it cannot "
+                                      "restore the state of that service (its worker processes)" +
+                                      advice));
+  DataLoader2<int> workers_loader(pipe(), workers(2));
+  CHECK_THROWS_MATCHES(workers_loader.load_state_dict(in_process), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved by a loader with dpipe::InProcessReadingService, this "
+                                      "loader has dpipe::MultiProcessingReadingService with 2 worker processes: the "
+                                      "checkpoint holds no state for this service (its worker processes)" +
+                                      advice));
+  CHECK_THROWS_MATCHES(workers_loader.load_state_dict(no_service), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved by a loader with no reading service, this loader has "
+                                      "dpipe::MultiProcessingReadingService with 2 worker processes: the checkpoint "
+                                      "holds no state for this service (its worker processes)" +
+                                      advice));
+  DataLoader2<int> plain(pipe());  // in process with or without the service: the same graph
+  plain.load_state_dict(in_process);
+  CHECK(dpipe::testing::epoch(plain).size() == 57);
+}
+
 TEST_CASE("MP checkpoint: restoring does not replay what the workers computed", "[mp][checkpoint]") {
   const auto make_loader = [] {
     auto pipe = iter::from(range(400)).sharding_filter().map([](int x) {
