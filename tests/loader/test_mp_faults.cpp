@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <poll.h>
 #include <stdexcept>
 #include <string>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
+#include <type_traits>
 #include <unistd.h>
 #include <vector>
 
@@ -195,6 +197,102 @@ TEST_CASE("MP faults: killing the main process ends its workers", "[mp][faults]"
   }
   close(pids_pipe[0]);
   close(hold_pipe[1]);
+}
+
+/// Set by the trainer's SIGTERM handler in the preemption test.
+volatile std::sig_atomic_t g_preempted = 0;
+
+void on_sigterm(int /*signal*/) { g_preempted = 1; }
+
+/// Moves all `size` bytes at `data` through `io` (read or write) on `fd`; false at the end of the
+/// pipe or on failure.
+template <class Io, class Data>
+bool transfer_all(Io io, int fd, Data* data, std::size_t size) {
+  auto* bytes = reinterpret_cast<std::conditional_t<std::is_const_v<Data>, const char, char>*>(data);
+  while (size > 0) {
+    const ssize_t n = io(fd, bytes, size);
+    if (n <= 0) return false;
+    bytes += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+bool write_all(int fd, const void* data, std::size_t size) { return transfer_all(::write, fd, data, size); }
+bool read_all(int fd, void* data, std::size_t size) { return transfer_all(::read, fd, data, size); }
+
+TEST_CASE("MP faults: a scheduler's SIGTERM to the process group leaves the workers to the trainer / which checkpoints",
+          "[mp][faults]") {
+  const auto pipeline = [] { return iter::from(range(1000000)).sharding_filter(); };
+  for (const bool handler_before_workers : {false, true}) {
+    INFO("the trainer installs its SIGTERM handler " << (handler_before_workers ? "before" : "after")
+                                                     << " the workers start");
+    int ready[2];
+    int sent[2];
+    int result[2];
+    REQUIRE(pipe(ready) == 0);
+    REQUIRE(pipe(sent) == 0);
+    REQUIRE(pipe(result) == 0);
+    const pid_t trainer = fork();
+    REQUIRE(trainer >= 0);
+    if (trainer == 0) {
+      // The Slurm pattern: on SIGTERM finish the step, save a checkpoint, exit. The trainer is a job
+      // of its own, so that the test's SIGTERM reaches it and its workers, as a scheduler's does.
+      setpgid(0, 0);
+      g_preempted = 0;
+      if (handler_before_workers) std::signal(SIGTERM, on_sigterm);
+      std::uint64_t taken = 0;
+      std::vector<std::byte> blob;
+      int code = 0;
+      try {
+        DataLoader2<int> loader(pipeline(), workers(2));
+        for (int x : loader) {
+          (void)x;
+          if (++taken == 1) {
+            if (!handler_before_workers) std::signal(SIGTERM, on_sigterm);
+            char byte = 0;
+            if (!write_all(ready[1], &byte, 1) || !read_all(sent[0], &byte, 1)) _exit(3);  // SIGTERM sent
+          }
+          if (g_preempted != 0) break;  // the step is finished
+        }
+        blob = loader.state_dict();
+      } catch (...) {
+        code = 4;  // the checkpoint failed: the workers were gone
+      }
+      const std::uint64_t size = blob.size();
+      if (!write_all(result[1], &taken, sizeof(taken)) || !write_all(result[1], &size, sizeof(size)) ||
+          !write_all(result[1], blob.data(), blob.size())) {
+        _exit(5);
+      }
+      _exit(g_preempted != 0 ? code : 6);
+    }
+    close(ready[1]);
+    close(sent[0]);
+    close(result[1]);
+    char byte = 0;
+    REQUIRE(read_all(ready[0], &byte, 1));
+    REQUIRE(kill(-trainer, SIGTERM) == 0);  // the whole process group: the trainer and its workers
+    REQUIRE(write_all(sent[1], &byte, 1));
+    std::uint64_t taken = 0;
+    std::uint64_t size = 0;
+    REQUIRE(read_all(result[0], &taken, sizeof(taken)));
+    REQUIRE(read_all(result[0], &size, sizeof(size)));
+    std::vector<std::byte> blob(size);
+    REQUIRE(read_all(result[0], blob.data(), blob.size()));
+    int status = 0;
+    REQUIRE(waitpid(trainer, &status, 0) == trainer);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    for (const int fd : {ready[0], sent[1], result[0]}) close(fd);
+    REQUIRE(taken == 1);
+    DataLoader2<int> resumed(pipeline(), workers(2));  // the job's next run
+    resumed.load_state_dict(blob);
+    std::vector<int> next;
+    for (int x : resumed) {
+      next.push_back(x);
+      if (next.size() == 5) break;
+    }
+    CHECK(next == range(1, 6));
+  }
 }
 
 TEST_CASE("MP faults: a stall longer than the timeout raises TimeoutError", "[mp][faults]") {

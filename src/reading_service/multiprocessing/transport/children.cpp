@@ -38,7 +38,10 @@ pid_t fork_child(const std::function<int()>& body) {
   if (pid > 0) return pid;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);  // the parent died before prctl took effect
+  // A scheduler's SIGTERM or a Ctrl-C reaches the whole process group: the main process decides,
+  // whatever handler it had when it forked (it may checkpoint first, which needs the children).
   std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   int code = 70;
   try {
     code = body();

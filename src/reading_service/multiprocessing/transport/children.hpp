@@ -16,8 +16,8 @@ namespace dpipe::detail::mp {
 
 /// Forks a child that runs `body` and exits with its result (or 70 when it throws); never
 /// returns in the child. The child gets SIGKILL when the thread that forked it ends
-/// (PR_SET_PDEATHSIG), exits at once if the parent is already gone, and ignores SIGINT (the
-/// main process decides how a Ctrl-C ends the workers).
+/// (PR_SET_PDEATHSIG), exits at once if the parent is already gone, and ignores SIGINT and
+/// SIGTERM (the main process decides how a Ctrl-C or a scheduler's preemption ends the workers).
 pid_t fork_child(const std::function<int()>& body);
 
 /// A forked child: its pid, its name in messages ("worker process 1"), and how it ended.
