@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -32,16 +33,29 @@ std::string describe_exit(int status) {
 }  // namespace
 
 pid_t fork_child(const std::function<int()>& body) {
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) DPIPE_THROW(Error, "MultiProcessingReadingService: fork failed: {}", std::strerror(errno));
-  if (pid > 0) return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(1);  // the parent died before prctl took effect
   // A scheduler's SIGTERM or a Ctrl-C reaches the whole process group: the main process decides,
   // whatever handler it had when it forked (it may checkpoint first, which needs the children).
+  // They stay blocked across the fork until the child ignores them, so that one arriving before
+  // the child first runs is discarded instead of meeting the parent's handler in the child.
+  sigset_t preemption;
+  sigset_t previous;
+  sigemptyset(&preemption);
+  sigaddset(&preemption, SIGINT);
+  sigaddset(&preemption, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &preemption, &previous);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) {
+    const int fork_error = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);  // a signal that arrived meanwhile reaches the parent now
+    if (pid < 0) DPIPE_THROW(Error, "MultiProcessingReadingService: fork failed: {}", std::strerror(fork_error));
+    return pid;
+  }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // the parent died before prctl took effect
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   int code = 70;
   try {
     code = body();
