@@ -2,6 +2,7 @@
 // loader's checkpoint blob.
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <string>
 #include <string_view>
@@ -285,6 +286,31 @@ void LoaderCore::after_next(bool produced) {
 }
 
 void LoaderCore::fail() noexcept { shutdown(); }
+
+namespace {
+
+/// A number for the calling thread, never 0.
+std::uint64_t this_thread_token() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t token = next.fetch_add(1, std::memory_order_relaxed);
+  return token;
+}
+
+}  // namespace
+
+bool LoaderCore::enter(const char* operation) const {
+  std::atomic_ref<std::uint64_t> user(user_);
+  const std::uint64_t me = this_thread_token();
+  std::uint64_t expected = 0;
+  if (user.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+  if (expected == me) return false;  // a nested call of the same thread
+  DPIPE_THROW(UsageError,
+              "DataLoader2: {} was called while another thread is using the loader; a DataLoader2 is used by one "
+              "thread at a time: give each thread its own loader, or guard it with a mutex",
+              operation);
+}
+
+void LoaderCore::leave() const noexcept { std::atomic_ref<std::uint64_t>(user_).store(0, std::memory_order_release); }
 
 void LoaderCore::seed(std::uint64_t seed) {
   seed_ = seed;

@@ -43,7 +43,8 @@ class BackgroundStop;
 
 namespace detail {
 
-/// DataLoader2's protocol, independent of the element type. Thread-safety: one thread.
+/// DataLoader2's protocol, independent of the element type. Thread-safety: one thread at a time,
+/// which enter() checks.
 class LoaderCore {
  public:
   LoaderCore(DataPipePtr graph, const std::vector<AdapterPtr>& adapters, const ReadingServiceInterface* service);
@@ -62,6 +63,13 @@ class LoaderCore {
   void after_next(bool produced);
   /// The pipeline threw: shut down (the caller rethrows).
   void fail() noexcept;
+
+  /// Marks the loader as used by the calling thread until leave(). Throws UsageError naming
+  /// `operation` when another thread is using it (a loader is not thread-safe; this turns a data
+  /// race into an error). Calls nest within one thread; returns whether this one took the loader
+  /// and must leave() it. Costs one atomic compare-exchange.
+  [[nodiscard]] bool enter(const char* operation) const;
+  void leave() const noexcept;
 
   /// The graph being run (after the reading service), and a counter of its changes.
   [[nodiscard]] const DataPipePtr& root() const noexcept { return graph_; }
@@ -113,6 +121,22 @@ class LoaderCore {
   std::unique_ptr<Restore> restore_;
   std::unique_ptr<graph::BackgroundStop> stopped_;  // paused without a reading service
   std::vector<std::byte> loaded_blob_;              // returned by state_dict() until the first iteration
+  alignas(8) mutable std::uint64_t user_ = 0;       // the thread using the loader, 0: none (see enter())
+};
+
+/// Uses a loader for the scope of one public operation (LoaderCore::enter / leave).
+class LoaderUse {
+ public:
+  LoaderUse(const LoaderCore& core, const char* operation) : core_(core), entered_(core.enter(operation)) {}
+  ~LoaderUse() {
+    if (entered_) core_.leave();
+  }
+  LoaderUse(const LoaderUse&) = delete;
+  LoaderUse& operator=(const LoaderUse&) = delete;
+
+ private:
+  const LoaderCore& core_;
+  bool entered_;
 };
 
 [[noreturn]] void throw_loader_type_mismatch(const DataPipe& root, const std::string& expected);
@@ -152,42 +176,76 @@ class DataLoader2 {
   /// Shuts the loader down.
   ~DataLoader2() = default;
 
+  /// Thread-safety: a loader is used by one thread at a time; a call (or an iterator's read) while
+  /// another thread is inside the loader throws UsageError instead of racing.
+
   /// Starts (or, if no element was taken since the last one, joins) an epoch.
   [[nodiscard]] iterator begin();
   [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
 
   /// The seed of the next epoch (later epochs continue its generator).
-  void seed(std::uint64_t seed) { core_->seed(seed); }
+  void seed(std::uint64_t seed) {
+    const detail::LoaderUse use(*core_, "seed");
+    core_->seed(seed);
+  }
   /// Finalizes the reading service and stops background work. Idempotent; iterating afterwards
   /// throws UsageError.
-  void shutdown() { core_->shutdown(); }
+  void shutdown() {
+    const detail::LoaderUse use(*core_, "shutdown");
+    core_->shutdown();
+  }
   /// Stops after the element just taken: the current iterator compares equal to end() until
   /// resume(). Nothing is lost or repeated.
-  void pause() { core_->pause(); }
-  void resume() { core_->resume(); }
+  void pause() {
+    const detail::LoaderUse use(*core_, "pause");
+    core_->pause();
+  }
+  void resume() {
+    const detail::LoaderUse use(*core_, "resume");
+    core_->resume();
+  }
   /// Pauses after `num_batches` more elements (std::nullopt: no limit); resume() continues.
-  void limit(std::optional<std::size_t> num_batches) { core_->limit(num_batches); }
+  void limit(std::optional<std::size_t> num_batches) {
+    const detail::LoaderUse use(*core_, "limit");
+    core_->limit(num_batches);
+  }
 
   /// The loader's state as a versioned byte blob: the elements the loop body has received, the
   /// randomness, and every node's position. Restore it with load_state_dict().
-  [[nodiscard]] std::vector<std::byte> state_dict() { return core_->state_dict(); }
+  [[nodiscard]] std::vector<std::byte> state_dict() {
+    const detail::LoaderUse use(*core_, "state_dict");
+    return core_->state_dict();
+  }
   /// Restores a state_dict() into this loader, built by the same pipeline code and not yet
   /// iterated; the next iteration continues exactly where the saved one stopped.
-  void load_state_dict(std::span<const std::byte> blob) { core_->load_state_dict(blob); }
+  void load_state_dict(std::span<const std::byte> blob) {
+    const detail::LoaderUse use(*core_, "load_state_dict");
+    core_->load_state_dict(blob);
+  }
 
   /// The graph as the adapters left it, before the reading service rewrote it.
   [[nodiscard]] graph::DataPipeGraph graph_before_reading_service() const {
+    const detail::LoaderUse use(*core_, "graph_before_reading_service");
     return graph::traverse_dps(core_->graph_before_reading_service());
   }
   /// The graph being run (after the reading service's initialize, once iterated).
-  [[nodiscard]] graph::DataPipeGraph graph() const { return graph::traverse_dps(core_->root()); }
+  [[nodiscard]] graph::DataPipeGraph graph() const {
+    const detail::LoaderUse use(*core_, "graph");
+    return graph::traverse_dps(core_->root());
+  }
   /// The loader's copy of the reading service, or nullptr.
   [[nodiscard]] ReadingServiceInterface* reading_service() const noexcept { return core_->reading_service(); }
   /// Epochs started so far, and elements handed out in the current one. After load_state_dict(),
   /// before the next iteration, they are the restored ones: the epoch the checkpoint was saved in
   /// (which the next iteration continues, or follows when it had ended) and its elements.
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return core_->epoch(); }
-  [[nodiscard]] std::uint64_t elements_in_epoch() const noexcept { return core_->elements_in_epoch(); }
+  [[nodiscard]] std::uint64_t epoch() const {
+    const detail::LoaderUse use(*core_, "epoch");
+    return core_->epoch();
+  }
+  [[nodiscard]] std::uint64_t elements_in_epoch() const {
+    const detail::LoaderUse use(*core_, "elements_in_epoch");
+    return core_->elements_in_epoch();
+  }
 
  private:
   /// Registers the typed operations a reading service of type Service may apply to the root for T
@@ -221,6 +279,7 @@ class DataLoader2 {
   }
 
   std::optional<T> next(std::uint64_t id) {
+    const detail::LoaderUse use(*core_, "iterator increment");
     if (!core_->before_next(id)) return std::nullopt;
     std::optional<T> element;
     try {
@@ -248,6 +307,7 @@ class DataLoader2 {
 
 template <class T>
 typename DataLoader2<T>::iterator DataLoader2<T>::begin() {
+  const detail::LoaderUse use(*core_, "begin");
   const std::uint64_t id = core_->start_iterator();
   for (std::uint64_t skip = core_->take_replay(); skip > 0; --skip) {
     try {

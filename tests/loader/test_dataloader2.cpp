@@ -2,8 +2,12 @@
 // limit, adapters and the linter.
 
 #include <algorithm>
+#include <future>
+#include <memory>
+#include <utility>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -423,6 +427,54 @@ TEST_CASE("DataLoader2: statistics and pictures of the graph", "[loader][diagnos
   const auto after = dpipe::graph::to_dot(loader.graph());
   CHECK(before.find("prefetch#") == std::string::npos);
   CHECK(after.find("prefetch#") != std::string::npos);
+}
+
+TEST_CASE("DataLoader2: a second thread using the loader while the first is inside it gets UsageError",
+          "[loader][concurrency]") {
+  std::promise<void> inside;
+  std::promise<void> tried;
+  const std::shared_future<void> tried_future = tried.get_future().share();
+  auto pipe = iter::from(range(5)).map([&inside, tried_future, first = std::make_shared<bool>(true)](int x) {
+    // In the first epoch the iterating thread holds the loader here until the other thread has tried.
+    if (x == 2 && std::exchange(*first, false)) {
+      inside.set_value();
+      tried_future.wait();
+    }
+    return x;
+  });
+  DataLoader2<int> loader(pipe);
+  std::vector<std::string> errors;  // what the other thread caught, checked after it joined
+  std::thread other([&] {
+    inside.get_future().wait();
+    const auto attempt = [&](auto&& use) {
+      try {
+        use();
+        errors.emplace_back("no error");
+      } catch (const dpipe::UsageError& error) {
+        errors.emplace_back(error.what());
+      }
+    };
+    attempt([&] { (void)loader.state_dict(); });
+    attempt([&] { (void)loader.begin(); });
+    attempt([&] { loader.pause(); });
+    attempt([&] { (void)loader.epoch(); });
+    tried.set_value();
+  });
+  std::vector<int> got;
+  for (int x : loader) got.push_back(x);
+  other.join();
+  CHECK(got == range(5));  // the iterating thread was not disturbed
+  const auto message = [](const std::string& operation) {
+    return "DataLoader2: " + operation +
+           " was called while another thread is using the loader; a DataLoader2 is used by one thread at a time: "
+           "give each thread its own loader, or guard it with a mutex";
+  };
+  CHECK(errors ==
+        std::vector<std::string>{message("state_dict"), message("begin"), message("pause"), message("epoch")});
+  // Used by one thread at a time, from several threads in turn, it works.
+  std::thread later([&] { loader.seed(1); });
+  later.join();
+  CHECK(dpipe::testing::epoch(loader).size() == 5);
 }
 
 }  // namespace
