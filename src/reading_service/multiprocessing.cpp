@@ -71,6 +71,7 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
                                         .main_prefetch_cnt = options_.main_prefetch_cnt,
                                         .queue_bytes = options_.queue_bytes,
                                         .timeout = options_.timeout,
+                                        .stall_warning = options_.stall_warning,
                                         .worker_init_fn = options_.worker_init_fn,
                                         .worker_reset_fn = options_.worker_reset_fn};
   auto split = graph::traverse_dps(graph);

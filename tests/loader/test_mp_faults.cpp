@@ -19,6 +19,7 @@
 
 #include "support/battery.hpp"
 #include "support/loader.hpp"
+#include "support/log_capture.hpp"
 #include "support/process_snapshot.hpp"
 
 namespace dpipe_test {
@@ -295,7 +296,7 @@ TEST_CASE("MP faults: a scheduler's SIGTERM to the process group leaves the work
   }
 }
 
-TEST_CASE("MP faults: a stall longer than the timeout raises TimeoutError", "[mp][faults]") {
+TEST_CASE("MP faults: a stall longer than the timeout raises TimeoutError / at the timeout", "[mp][faults]") {
   MultiProcessingOptions options{.num_workers = 2};
   options.timeout = std::chrono::milliseconds(300);
   auto pipe = iter::from(range(20)).sharding_filter().map([](int x) {
@@ -304,10 +305,80 @@ TEST_CASE("MP faults: a stall longer than the timeout raises TimeoutError", "[mp
   });
   DataLoader2<int> loader(pipe, MultiProcessingReadingService(options));
   dpipe::TimeoutError error("");
+  const auto start = std::chrono::steady_clock::now();
   CHECK(read_until(loader, error) == range(5));
-  CHECK(std::string(error.what()) ==
-        "MultiProcessingReadingService: worker process 1 sent nothing for 300 ms (the timeout); it may be stuck in a "
-        "user function");
+  // Raised at the timeout: the shutdown that follows kills the stuck worker at once instead of
+  // giving it the 2 s an orderly exit gets (it would never take them).
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500));
+  CHECK_THAT(std::string(error.what()),
+             Catch::Matches("MultiProcessingReadingService: worker process 1 \\(pid [0-9]+\\) sent nothing for 300 ms "
+                            "\\(the timeout\\); it has been running its pipeline for [0-9.]+ m?s: a user function "
+                            "may be stuck"));
+}
+
+TEST_CASE("MP faults: a worker that sends nothing is reported in the log with its pid and what it does / repeatedly",
+          "[mp][faults]") {
+  int gate[2];
+  REQUIRE(pipe(gate) == 0);
+  MultiProcessingOptions options{.num_workers = 2};
+  options.stall_warning = std::chrono::milliseconds(100);
+  options.timeout = std::chrono::seconds(20);  // a safety net: without the warnings the test fails, not hangs
+  auto pipeline = iter::from(range(20)).sharding_filter().map([gate_out = gate[0]](int x) {
+    if (x == 5) {  // worker 1 blocks in user code until the test opens the gate
+      char byte = 0;
+      (void)!read(gate_out, &byte, 1);
+    }
+    return x;
+  });
+  std::vector<std::string> stalls;
+  dpipe::testing::LogCapture log([&](const std::string& message) {
+    if (message.find("sent nothing") == std::string::npos) return;
+    stalls.push_back(message);
+    if (stalls.size() == 3) {
+      const char byte = 0;
+      (void)!write(gate[1], &byte, 1);
+    }
+  });
+  DataLoader2<int> loader(pipeline, MultiProcessingReadingService(options));
+  CHECK(dpipe::testing::epoch(loader) == range(20));  // the stall ended, nothing was lost
+  const auto pids = dynamic_cast<MultiProcessingReadingService&>(*loader.reading_service()).worker_pids();
+  REQUIRE(stalls.size() == 3);
+  for (const auto& stall : stalls) {
+    CHECK_THAT(stall,
+               Catch::Matches("MultiProcessingReadingService: worker process 1 \\(pid " + std::to_string(pids[1]) +
+                              "\\) sent nothing for [0-9.]+ m?s; it has been running its pipeline for [0-9.]+ "
+                              "m?s: a user function may be stuck; still waiting \\(MultiProcessingOptions::"
+                              "timeout turns this into a TimeoutError\\)"));
+  }
+  close(gate[0]);
+  close(gate[1]);
+}
+
+TEST_CASE("MP faults: a stopped dispatching process is named in the TimeoutError", "[mp][faults]") {
+  MultiProcessingOptions options{.num_workers = 2};
+  options.timeout = std::chrono::milliseconds(300);
+  auto pipe =
+      iter::from(range(100000)).sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing).map([](int x) {
+        return x;
+      });
+  DataLoader2<int> loader(pipe, MultiProcessingReadingService(options));
+  auto it = loader.begin();
+  REQUIRE(*it == 0);
+  const auto dispatcher = dynamic_cast<MultiProcessingReadingService&>(*loader.reading_service()).dispatcher_pid();
+  REQUIRE(dispatcher.has_value());
+  REQUIRE(kill(*dispatcher, SIGSTOP) == 0);
+  std::string message;
+  try {
+    for (; it != loader.end(); ++it) {
+    }
+  } catch (const dpipe::TimeoutError& error) {
+    message = error.what();
+  }
+  CHECK_THAT(message, Catch::Matches("MultiProcessingReadingService: the dispatching process \\(pid " +
+                                     std::to_string(*dispatcher) +
+                                     "\\) sent nothing for 300 ms \\(the timeout\\) to worker process [01] \\(pid "
+                                     "[0-9]+\\), which waits for it; it is stopped \\(by SIGSTOP or a debugger\\)"));
+  CHECK(exits_within(*dispatcher, 1000));  // the shutdown killed it, stopped as it was
 }
 
 TEST_CASE("MP faults: shutdown mid-epoch / after an epoch / while paused never hangs and leaves nothing (T24 / T25)",

@@ -178,7 +178,8 @@ TEST_CASE("transport: a reader's first sleep is short / so an element published 
   CountingLiveness liveness;
   const Endpoint endpoint{&bell, &liveness, std::chrono::milliseconds(0)};
   int polls = 0;
-  endpoint.wait([&] { return ++polls == 3; }, [] { return std::string(); }, std::chrono::microseconds(200));
+  endpoint.wait([&] { return ++polls == 3; }, [] { return std::string(); }, dpipe::detail::mp::Activity::kWaitingForRoom,
+                std::chrono::microseconds(200));
   CHECK(polls == 3);  // before and after announcing the sleep, then once after it
   CHECK(liveness.checks == 1);
   CHECK(liveness.thorough_checks == 0);  // woken by the first sleep's end, not by the liveness period

@@ -1,9 +1,12 @@
 #pragma once
 // Captures what dpipe logs while a LogCapture is alive.
 
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <spdlog/logger.h>
@@ -15,7 +18,11 @@ namespace dpipe::testing {
 
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<Sink>()) { dpipe::logger()->sinks().push_back(sink_); }
+  /// Captures messages; calls `on_message` with each as it is logged (on the logging thread).
+  explicit LogCapture(std::function<void(const std::string&)> on_message = {}) : sink_(std::make_shared<Sink>()) {
+    sink_->on_message = std::move(on_message);
+    dpipe::logger()->sinks().push_back(sink_);
+  }
   ~LogCapture() {
     auto& sinks = dpipe::logger()->sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
@@ -32,10 +39,15 @@ class LogCapture {
  private:
   struct Sink : spdlog::sinks::base_sink<std::mutex> {
     std::vector<std::string> messages;
+    std::function<void(const std::string&)> on_message;
     mutable std::mutex mutex;
     void sink_it_(const spdlog::details::log_msg& message) override {
-      std::lock_guard lock(mutex);
-      messages.emplace_back(message.payload.data(), message.payload.size());
+      std::string text(message.payload.data(), message.payload.size());
+      {
+        std::lock_guard lock(mutex);
+        messages.push_back(text);
+      }
+      if (on_message) on_message(text);
     }
     void flush_() override {}
   };

@@ -67,8 +67,12 @@ struct MultiProcessingOptions {
   /// Called every epoch in each worker, and in the dispatching process with worker_id 0.
   WorkerResetFunction worker_reset_fn{};
   /// Longest wait for the next element of a worker before TimeoutError; zero waits as long as the
-  /// worker lives.
+  /// worker lives. Production jobs should set one (a deadlock in user code otherwise waits forever).
   std::chrono::milliseconds timeout{0};
+  /// While the main process waits for a worker, a warning is logged every `stall_warning` with the
+  /// worker's pid and what it is doing (running its pipeline, waiting for the dispatching process,
+  /// stopped); zero: never.
+  std::chrono::milliseconds stall_warning{30000};
   /// Bytes of each worker's shared-memory queue (rounded up to a power of two). An element longer
   /// than half of it still crosses, in parts, at the cost of one more copy.
   std::size_t queue_bytes = std::size_t{8} << 20;

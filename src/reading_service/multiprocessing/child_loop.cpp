@@ -27,7 +27,8 @@ ChildLoop::ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo inf
       name_(std::move(name)),
       info_(info),
       liveness_(slot, launch.parent),
-      endpoint_{&slot.bell, &liveness_, std::chrono::milliseconds(0)},
+      endpoint_{&slot.bell, &liveness_, std::chrono::milliseconds(0), &slot.board},
+      board_(&slot.board),
       expected_type_(std::move(expected_type)),
       control_(control),
       main_bell_(&launch.pool->main_bell()) {
@@ -42,16 +43,19 @@ int ChildLoop::run() {
       if (liveness_.stop_requested()) return 0;
       flush();
       if (can_produce()) {
+        board_->set(Activity::kRunning);
         reporting([&] { produce(); });
         continue;
       }
+      // Nothing to do but wait: for room when an epoch runs, else for the main process's command.
+      const bool epoch_running = progress_.active && !paused_ && !progress_.ended && !progress_.failed;
       prepare_wait();
       endpoint_.wait(
           [&] {
             request_wakes();
             return control_.peek().has_value() || can_flush() || can_produce() || liveness_.stop_requested();
           },
-          [] { return std::string(); });
+          [] { return std::string(); }, epoch_running ? Activity::kWaitingForRoom : Activity::kWaitingForCommand);
       clear_wakes();
     }
   } catch (const Interrupted&) {

@@ -126,6 +126,7 @@ class ChildLoop {
   WorkerInfo info_;
   ChildLiveness liveness_;
   Endpoint endpoint_;
+  ActivityBoard* board_;       // what this child does, for the main process's stall reports
   std::string expected_type_;  // what the child's graph yields
   DataPipePtr root_;
   std::unique_ptr<ElementEncoder> encoder_;

@@ -23,6 +23,7 @@ struct GroupConfig {
   std::size_t main_prefetch_cnt = 10;
   std::size_t queue_bytes = std::size_t{8} << 20;
   std::chrono::milliseconds timeout{0};
+  std::chrono::milliseconds stall_warning{0};
   WorkerInitFunction worker_init_fn;
   WorkerResetFunction worker_reset_fn;
 };

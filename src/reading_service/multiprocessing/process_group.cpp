@@ -38,6 +38,44 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
   DPIPE_THROW(StateError, "{} cannot save its state: {}: {}", report.where, report.type, report.message);
 }
 
+/// What the child of index `child` (the workers, then the dispatching process) is doing, for a
+/// stall report: "it has been running its pipeline for 31.2 s: a user function may be stuck".
+std::string describe_state(const SharedPool& pool, const Children& children, std::size_t workers, std::size_t child) {
+  if (is_stopped(children.list().at(child).pid)) return "it is stopped (by SIGSTOP or a debugger)";
+  const ActivityBoard& board = child < workers ? pool.worker(child).board : pool.dispatcher().board;
+  const std::string duration = describe_duration(board.duration());
+  switch (board.get()) {
+    case Activity::kStarting:
+      return "it has not started its pipeline yet";
+    case Activity::kRunning:
+      return fmt::format("it has been running its pipeline for {}: a user function may be stuck", duration);
+    case Activity::kWaitingForCommand:
+      return fmt::format("it has been waiting for the main process's next command for {}", duration);
+    case Activity::kWaitingForRoom:
+      return fmt::format("it has been waiting for room in its queue for {}", duration);
+    case Activity::kWaitingForDispatcher:
+      return fmt::format("it has been waiting for the dispatching process for {}", duration);
+  }
+  return "its state is unknown";
+}
+
+/// A stall of `waited` on worker `worker`'s data ring: the TimeoutError's text when `timed_out`,
+/// else a warning's. A worker that itself waits for the dispatching process names that process.
+std::string describe_stall(const SharedPool& pool, const Children& children, std::size_t workers, std::size_t worker,
+                           std::chrono::nanoseconds waited, bool timed_out) {
+  const auto& list = children.list();
+  const auto who = [&](std::size_t child) {
+    return fmt::format("{} (pid {})", list.at(child).name, list.at(child).pid);
+  };
+  const std::string how_long = describe_duration(waited) + (timed_out ? " (the timeout)" : "");
+  if (list.size() > workers && pool.worker(worker).board.get() == Activity::kWaitingForDispatcher) {
+    return fmt::format("MultiProcessingReadingService: the {} sent nothing for {} to {}, which waits for it; {}",
+                       who(workers), how_long, who(worker), describe_state(pool, children, workers, workers));
+  }
+  return fmt::format("MultiProcessingReadingService: {} sent nothing for {}; {}", who(worker), how_long,
+                     describe_state(pool, children, workers, worker));
+}
+
 /// A child's reply to a checkpoint request: its state, or (kError) why it cannot save it.
 struct Reply {
   RecordKind kind = RecordKind::kState;
@@ -84,8 +122,12 @@ ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
   }
   std::vector<StreamLink> inputs;
   for (std::size_t w = 0; w < workers; ++w) {
-    inputs.push_back(
-        StreamLink{pool_.data_ring(w), &pool_.worker(w).bell, nullptr, fmt::format("worker process {}", w)});
+    // The merge may outlive this group: the description reads the resources it keeps alive.
+    inputs.push_back(StreamLink{
+        pool_.data_ring(w), &pool_.worker(w).bell, nullptr, fmt::format("worker process {}", w),
+        Activity::kWaitingForDispatcher, [resources = resources_.get(), workers, w](auto waited, bool timed_out) {
+          return describe_stall(resources->pool, resources->children, workers, w, waited, timed_out);
+        }});
   }
   // The merge may outlive this group (the main process's graph holds it): it keeps the resources.
   merge_ = std::make_shared<RecordMerge>(
@@ -108,7 +150,8 @@ void ProcessGroup::send(RingWriter& control, std::size_t child, const std::vecto
         return fmt::format(
             "MultiProcessingReadingService: {} has not read its control messages for {} ms (the timeout)",
             children_.list().at(child).name, plan_.config.timeout.count());
-      });
+      },
+      Activity::kWaitingForCommand);
   control.clear_wake();
   slot(child).bell.ring();
 }

@@ -58,7 +58,9 @@ class ProcessGroup {
   void send(RingWriter& control, std::size_t child, const std::vector<std::byte>& message);
   void send_all(const std::vector<std::byte>& message);
   [[nodiscard]] ChildSlot& slot(std::size_t child) const;  // workers, then the dispatcher
-  [[nodiscard]] Endpoint endpoint() { return Endpoint{&pool_.main_bell(), &children_, plan_.config.timeout}; }
+  [[nodiscard]] Endpoint endpoint() {
+    return Endpoint{&pool_.main_bell(), &children_, plan_.config.timeout, nullptr, plan_.config.stall_warning};
+  }
 
   /// What the merge needs too: it keeps them alive while the main process's graph holds it.
   struct Resources {

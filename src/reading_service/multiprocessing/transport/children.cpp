@@ -5,8 +5,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <poll.h>
 #include <pthread.h>
+#include <string>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -64,6 +66,15 @@ pid_t fork_child(const std::function<int()>& body) {
   _exit(code);  // no atexit handlers, no destructors of the parent's objects, no stdio flush
 }
 
+bool is_stopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  // "pid (command) S ...": the state follows the command, which may hold spaces and parentheses.
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'T' || text[close + 2] == 't');
+}
+
 bool Children::poll(Child& child) noexcept {
   if (child.reaped) return true;
   int status = 0;
@@ -91,7 +102,8 @@ void Children::check(bool thorough) {
 }
 
 void Children::stop(std::chrono::milliseconds grace) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + grace;
+  // After a timeout a child is stuck: the error reaches the caller now, not after a grace period.
+  const auto deadline = std::chrono::steady_clock::now() + (timed_out_ ? std::chrono::milliseconds(0) : grace);
   for (auto& child : children_) {
     if (poll(child)) continue;
     // Sleep until the child exits or the grace period ends: a pidfd becomes readable at exit.

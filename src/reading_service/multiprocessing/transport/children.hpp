@@ -20,6 +20,9 @@ namespace dpipe::detail::mp {
 /// SIGTERM (the main process decides how a Ctrl-C or a scheduler's preemption ends the workers).
 pid_t fork_child(const std::function<int()>& body);
 
+/// Whether process `pid` is stopped (by SIGSTOP, or a debugger), from /proc.
+[[nodiscard]] bool is_stopped(pid_t pid);
+
 /// A forked child: its pid, its name in messages ("worker process 1"), and how it ended.
 struct Child {
   pid_t pid = -1;
@@ -45,6 +48,8 @@ class Children final : public Liveness {
   void check(bool thorough) override;
   /// Ends every wait on the children from now on (shutdown). Thread-safe.
   void interrupt() noexcept { interrupted_.store(true, std::memory_order_release); }
+  /// A wait on a child timed out: it is stuck, and stop() kills without waiting for it to end.
+  void timed_out() noexcept override { timed_out_ = true; }
 
   /// Waits up to `grace` for every child to exit (they were told to), then kills the rest with
   /// SIGKILL, and reaps them all. Never blocks longer than `grace` plus the kernel's kill time.
@@ -56,6 +61,7 @@ class Children final : public Liveness {
 
   std::vector<Child> children_;
   std::atomic<bool> interrupted_{false};
+  bool timed_out_ = false;
 };
 
 }  // namespace dpipe::detail::mp

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/logging.hpp>
 
 #include "reading_service/multiprocessing/transport/error_report.hpp"
 
@@ -37,18 +38,21 @@ RingReader::Record RecordStream::wait_record(const Endpoint& endpoint) {
   reader_.start_waiting(kWakeBatch);
   if (link_.feeder_bell != nullptr) link_.feeder_bell->ring();
   try {
+    const auto describe = [&](std::chrono::nanoseconds waited, bool timed_out) {
+      if (link_.describe_stall) return link_.describe_stall(waited, timed_out);
+      return fmt::format("MultiProcessingReadingService: {} sent nothing for {}{}", link_.name,
+                         describe_duration(waited), timed_out ? " (the timeout)" : "");
+    };
     endpoint.wait(
         [&] {
           record = reader_.peek();
           return record.has_value();
         },
-        [&] {
-          return fmt::format(
-              "MultiProcessingReadingService: {} sent nothing for {} ms (the timeout); it may be stuck in a user "
-              "function",
-              link_.name, endpoint.timeout.count());
-        },
-        kReaderFirstSleep);
+        [&] { return describe(endpoint.timeout, true); }, link_.reader_waits, kReaderFirstSleep,
+        [&](std::chrono::nanoseconds waited) {
+          log_warning("{}; still waiting (MultiProcessingOptions::timeout turns this into a TimeoutError)",
+                      describe(waited, false));
+        });
   } catch (...) {
     reader_.stop_waiting();
     throw;

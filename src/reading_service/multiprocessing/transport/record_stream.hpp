@@ -6,10 +6,13 @@
 // rings with it; the main process reads the dispatching process's replies with it. Private to the
 // library.
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dpipe/core/state.hpp>
@@ -27,10 +30,26 @@ namespace dpipe::detail::mp {
 
 /// One ring a reader reads, and who writes it.
 struct StreamLink {
+  using DescribeStall = std::function<std::string(std::chrono::nanoseconds waited, bool timed_out)>;
+
+  StreamLink(RingMemory ring_memory, Bell* writer, Bell* feeder, std::string writer_name,
+             Activity waits = Activity::kWaitingForDispatcher, DescribeStall describe = {})
+      : ring(ring_memory),
+        writer_bell(writer),
+        feeder_bell(feeder),
+        name(std::move(writer_name)),
+        reader_waits(waits),
+        describe_stall(std::move(describe)) {}
+
   RingMemory ring;
   Bell* writer_bell = nullptr;  // rung after a release when the writer asked for it
   Bell* feeder_bell = nullptr;  // if set, rung when this reader starts waiting (it is starving)
   std::string name;             // the writing process: "worker process 1"
+  /// What a reading child publishes while it waits on this stream (a worker's feed).
+  Activity reader_waits = Activity::kWaitingForDispatcher;
+  /// The text of a stall of `waited` on this stream (the TimeoutError's when `timed_out`, else a
+  /// warning's); empty: "<name> sent nothing for <waited>".
+  DescribeStall describe_stall;
 };
 
 /// Thread-safety: one reading thread.

@@ -37,7 +37,7 @@ bool RingSink::claim(std::size_t min_payload) {
         room_ = writer_.claim(min_payload);
         return !room_.empty();
       },
-      [&] { return "waiting for " + reader_ + " to read"; });
+      [&] { return "waiting for " + reader_ + " to read"; }, Activity::kWaitingForRoom);
   writer_.clear_wake();
   return true;
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "activity.hpp"
 #include "bell.hpp"
 #include "ring.hpp"
 
@@ -17,6 +18,7 @@ namespace dpipe::detail::mp {
 struct ChildSlot {
   Bell bell;                           // the child sleeps on it
   std::atomic<std::uint32_t> stop{0};  // set by the main process at shutdown
+  ActivityBoard board;                 // what the child is doing
 };
 
 struct PoolSizes {
