@@ -133,11 +133,15 @@ struct LoaderCore::Restore {
   bool paused = false;
   bool service_state = false;
   StateStore store;  // the graph's and the service's fields
+
+  /// Whether the checkpoint was saved inside an epoch, which the next iteration continues.
+  [[nodiscard]] bool mid_epoch() const noexcept { return mode != GraphMode::kNotStarted && !epoch_ended; }
 };
 
 LoaderCore::LoaderCore(DataPipePtr graph, const std::vector<AdapterPtr>& adapters,
                        const ReadingServiceInterface* service)
-    : service_(service != nullptr ? service->clone() : nullptr) {
+    : service_(service != nullptr ? service->clone() : nullptr),
+      fresh_service_(service != nullptr ? service->clone() : nullptr) {
   if (!graph) DPIPE_THROW(InvalidArgument, "DataLoader2: the pipeline is empty (a default-constructed handle)");
   DataPipePtr root = graph::clone(graph);
   for (const auto& adapter : adapters) {
@@ -158,27 +162,28 @@ void LoaderCore::set_graph(DataPipePtr graph) {
   ++root_version_;
 }
 
-void LoaderCore::adapt_once(const Restore* restore) {
+void LoaderCore::adapt_once() {
   if (adapted_) return;
-  if (!graph::check_shuffle_before_sharding(graph_)) {
+  set_graph(adapt(service_.get(), graph_, nullptr));
+  adapted_ = true;
+}
+
+DataPipePtr LoaderCore::adapt(ReadingServiceInterface* service, DataPipePtr graph, const Restore* restore) {
+  if (!graph::check_shuffle_before_sharding(graph)) {
     log_warning(
         "DataLoader2: a sharding_filter has no shuffle upstream of it on every path: each worker or rank would see "
         "its share in the source's order. Put shuffle() before sharding_filter() to mix the data across shards.");
   }
-  log_debug("DataLoader2: initializing {}", service_ ? "the reading service" : "without a reading service");
-  if (service_) {
-    if (restore != nullptr && restore->service_state) {
-      auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get());
-      if (checkpointable == nullptr) DPIPE_THROW(StateError, "Cannot restore from non-checkpointable reading service");
-      set_graph(checkpointable->restore(graph_, StateReader(restore->store, "service")));
-      if (const auto unread = restore->store.unread("service"); !unread.empty()) {
-        DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in this reading service", unread.front());
-      }
-    } else {
-      set_graph(service_->initialize(graph_));
-    }
+  log_debug("DataLoader2: initializing {}", service != nullptr ? "the reading service" : "without a reading service");
+  if (service == nullptr) return graph;
+  if (restore == nullptr || !restore->service_state) return service->initialize(std::move(graph));
+  auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(service);
+  if (checkpointable == nullptr) DPIPE_THROW(StateError, "Cannot restore from non-checkpointable reading service");
+  graph = checkpointable->restore(std::move(graph), StateReader(restore->store, "service"));
+  if (const auto unread = restore->store.unread("service"); !unread.empty()) {
+    DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in this reading service", unread.front());
   }
-  adapted_ = true;
+  return graph;
 }
 
 void LoaderCore::start_epoch() {
@@ -191,7 +196,7 @@ void LoaderCore::start_epoch() {
     seeds_.seed();
   }
   initial_seeds_ = seeds_;
-  adapt_once(nullptr);
+  adapt_once();
   if (service_) {
     if (auto reset = service_->initialize_iteration(seeds_)) set_graph(reset(graph_));
   } else {
@@ -205,16 +210,12 @@ void LoaderCore::start_epoch() {
 }
 
 void LoaderCore::continue_restored(Restore& restore) {
-  const bool mid_epoch = restore.mode != GraphMode::kNotStarted && !restore.epoch_ended;
-  if (!mid_epoch) {
-    adapt_once(&restore);
+  if (!restore.mid_epoch()) {
     start_epoch();
     return;
   }
-  adapt_once(&restore);
   if (restore.mode == GraphMode::kState) {
-    graph::load_state(graph_, StateReader(restore.store, "graph"));
-    as_iter_base(graph_).reset();  // continues the restored iteration
+    as_iter_base(graph_).reset();  // continues the iteration load_state_dict() restored
   } else {
     log_warning(
         "DataLoader2: the checkpoint holds no state for some node (it does not implement save_state); replaying "
@@ -470,6 +471,25 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
   if (const auto unread = restore->store.unread("loader"); !unread.empty()) {
     DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in a DataLoader2", unread.front());
   }
+  // Everything else is applied now, to a copy of the pipeline and of the reading service (which
+  // starts and restores its workers): a blob refused later would refuse here, and a refused blob
+  // leaves the loader as it was.
+  auto service = fresh_service_ ? fresh_service_->clone() : nullptr;
+  DataPipePtr graph = adapt(service.get(), graph::clone(before_service_), restore.get());
+  if (restore->mid_epoch() && restore->mode == GraphMode::kState) {
+    graph::load_state(graph, StateReader(restore->store, "graph"));
+  }
+  restore->store = StateStore();
+  if (adapted_ && service_) {
+    try {
+      service_->finalize();  // the workers of an earlier load_state_dict()
+    } catch (const std::exception& error) {
+      log_warning("DataLoader2: the reading service failed to finalize: {}", error.what());
+    }
+  }
+  service_ = std::move(service);
+  set_graph(std::move(graph));
+  adapted_ = true;
   seed_ = seed;
   reset_seed_ = reset_seed;
   seeds_ = seeds;

@@ -94,7 +94,10 @@ class LoaderCore {
   struct Restore;
 
   void set_graph(DataPipePtr graph);
-  void adapt_once(const Restore* restore);
+  /// Runs the reading service's initialize() (or restore(), for a checkpoint) once.
+  void adapt_once();
+  /// `graph` as `service` rewrites it: initialized, or restored from `restore`.
+  [[nodiscard]] static DataPipePtr adapt(ReadingServiceInterface* service, DataPipePtr graph, const Restore* restore);
   void start_epoch();
   void continue_restored(Restore& restore);
   void stop_background() noexcept;
@@ -102,6 +105,7 @@ class LoaderCore {
   DataPipePtr graph_;
   DataPipePtr before_service_;
   std::unique_ptr<ReadingServiceInterface> service_;
+  std::unique_ptr<ReadingServiceInterface> fresh_service_;  // never used: load_state_dict() restores a copy
   std::uint64_t root_version_ = 0;
   bool adapted_ = false;
   bool reset_iter_ = true;
@@ -217,7 +221,10 @@ class DataLoader2 {
     return core_->state_dict();
   }
   /// Restores a state_dict() into this loader, built by the same pipeline code and not yet
-  /// iterated; the next iteration continues exactly where the saved one stopped.
+  /// iterated; the next iteration continues exactly where the saved one stopped. Everything the
+  /// blob holds is checked here, the worker processes' parts included (they are started and
+  /// restored before this returns): a blob that does not fit throws StateError and leaves the
+  /// loader as it was.
   void load_state_dict(std::span<const std::byte> blob) {
     const detail::LoaderUse use(*core_, "load_state_dict");
     core_->load_state_dict(blob);

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <future>
 #include <memory>
-#include <utility>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -397,9 +397,9 @@ TEST_CASE("SequentialReadingService: a child without checkpoints / a checkpoint 
   }
   DataLoader2<int> three(iter::from(range(4)),
                          dpipe::SequentialReadingService(RecordingService("a", log), PlainService(), PlainService()));
-  three.load_state_dict(state);
-  CHECK_THROWS_MATCHES(three.begin(), dpipe::StateError,
+  CHECK_THROWS_MATCHES(three.load_state_dict(state), dpipe::StateError,
                        Catch::Message("SequentialReadingService: the checkpoint has 2 services, this one 3"));
+  CHECK(epoch(three) == range(4));  // a refused checkpoint leaves the loader as it was
 }
 
 TEST_CASE("DataLoader2: statistics and pictures of the graph", "[loader][diagnostics]") {

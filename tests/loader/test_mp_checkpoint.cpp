@@ -3,10 +3,13 @@
 // another worker count is refused.
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "support/battery.hpp"
 #include "support/corruption.hpp"
@@ -236,10 +239,12 @@ TEST_CASE("MP checkpoint: another worker count is refused", "[mp][checkpoint]") 
     state = loader.state_dict();
   }
   DataLoader2<int> other(iter::from(range(10)).sharding_filter(), workers(3));
-  other.load_state_dict(state);
-  CHECK_THROWS_MATCHES(other.begin(), dpipe::StateError,
+  CHECK_THROWS_MATCHES(other.load_state_dict(state), dpipe::StateError,
                        Catch::Message("the checkpoint was saved with 2 worker processes; this "
                                       "MultiProcessingReadingService has 3: restore it with the same num_workers"));
+  auto fresh = epoch(other);  // a refused checkpoint leaves the loader as it was
+  std::ranges::sort(fresh);
+  CHECK(fresh == range(10));
 }
 
 TEST_CASE("MP checkpoint: a worker node without state support falls back to replaying", "[mp][checkpoint]") {
@@ -260,9 +265,9 @@ TEST_CASE("MP checkpoint: a node without state support in the dispatching proces
 
 TEST_CASE("MP checkpoint: corruptions behind valid checksums are refused or restore / never crash",
           "[mp][checkpoint][fuzz]") {
-  // The loader's blob nests the service's, which nests every child's graph state: all checksums
-  // are recomputed so that each level decodes hostile bytes. A child refusing its state reports it
-  // as a WorkerError carrying the StateError.
+  // The blob holds every child's fields behind one checksum, recomputed after each corruption so
+  // that each process decodes hostile bytes. Whichever process refuses its part, load_state_dict()
+  // throws StateError.
   std::vector<std::byte> blob;
   {
     DataLoader2<Batch> source(make_pipeline(Spread::kDispatch), workers(2));
@@ -275,6 +280,94 @@ TEST_CASE("MP checkpoint: corruptions behind valid checksums are refused or rest
   CHECK(outcome.refused > 0);
   CHECK(outcome.restored > 0);
   CHECK(outcome.refused + outcome.restored == 150);
+}
+
+/// A child's progress as its checkpoint field holds it (process:progress).
+struct SavedProgress {
+  std::uint64_t generation = 0;
+  bool active = false;
+  bool ended = false;
+  bool failed = false;
+  std::uint64_t dealt = 0;
+  DPIPE_FIELDS(generation, active, ended, failed, dealt)
+};
+
+TEST_CASE("MP checkpoint: a worker's inconsistent progress is refused at load instead of hanging", "[mp][checkpoint]") {
+  // Each worker yields 100 elements, far more than it sends ahead: worker 1 is mid-stream.
+  const auto pipe = [] { return iter::from(range(200)).sharding_filter(); };
+  std::vector<std::byte> blob;
+  {
+    DataLoader2<int> loader(pipe(), workers(2));
+    auto it = loader.begin();
+    for (int i = 0; i < 3; ++i) ++it;
+    blob = loader.state_dict();
+  }
+  const std::string key = "service/worker1/process:progress";
+  auto edited = dpipe::from_bytes<SavedProgress>(dpipe::testing::field_value(blob, key));
+  REQUIRE((edited.generation == 1 && edited.active && !edited.ended && !edited.failed));
+  const auto load = [&] {
+    DataLoader2<int> target(pipe(), workers(2));
+    target.load_state_dict(dpipe::testing::with_field(blob, key, dpipe::to_bytes(edited)));
+  };
+  // What the merge of the main process never saw: an end, or an error.
+  const auto unseen = [&](const char* restored) {
+    return Catch::Message(
+        fmt::format("graph/merge_workers: the checkpoint is inconsistent: worker process 1 restored "
+                    "{}, but the merge holds no end and no error of it (a blob edited or put "
+                    "together from several checkpoints?)",
+                    restored));
+  };
+  SECTION("an end the merge never saw") {
+    edited.ended = true;
+    CHECK_THROWS_MATCHES(load(), dpipe::StateError, unseen("an ended epoch"));
+  }
+  SECTION("an error the merge never saw") {
+    edited.failed = true;
+    CHECK_THROWS_MATCHES(load(), dpipe::StateError, unseen("a failed epoch"));
+  }
+  SECTION("no epoch") {
+    edited.active = false;
+    CHECK_THROWS_MATCHES(
+        load(), dpipe::StateError,
+        Catch::Message("worker process 1 cannot restore the checkpoint: the checkpoint's field process:progress is "
+                       "inconsistent: generation 1, active false, ended false, failed false in a process group at "
+                       "generation 1"));
+  }
+  SECTION("another epoch") {
+    edited.generation = 2;
+    CHECK_THROWS_MATCHES(
+        load(), dpipe::StateError,
+        Catch::Message("worker process 1 cannot restore the checkpoint: the checkpoint's field process:progress is "
+                       "inconsistent: generation 2, active true, ended false, failed false in a process group at "
+                       "generation 1"));
+  }
+  SECTION("both ended and failed") {
+    edited.ended = edited.failed = true;
+    CHECK_THROWS_AS(load(), dpipe::StateError);
+  }
+}
+
+TEST_CASE("MP checkpoint: a second load_state_dict replaces the first and ends its workers", "[mp][checkpoint]") {
+  const auto pipe = [] { return iter::from(range(100)).shuffle().sharding_filter(); };
+  std::vector<std::byte> after_3;
+  std::vector<std::byte> after_7;
+  std::vector<int> expected;
+  {
+    DataLoader2<int> loader(pipe(), workers(2));
+    loader.seed(5);
+    for (const int x : loader) {
+      expected.push_back(x);
+      if (expected.size() == 3) after_3 = loader.state_dict();
+      if (expected.size() == 7) after_7 = loader.state_dict();
+    }
+  }
+  DataLoader2<int> target(pipe(), workers(2));
+  target.load_state_dict(after_3);
+  const auto first_workers = dynamic_cast<MultiProcessingReadingService&>(*target.reading_service()).worker_pids();
+  REQUIRE(first_workers.size() == 2);
+  target.load_state_dict(after_7);
+  for (const pid_t worker : first_workers) CHECK((kill(worker, 0) == -1 && errno == ESRCH));  // reaped
+  CHECK(epoch(target) == std::vector<int>(expected.begin() + 7, expected.end()));
 }
 
 }  // namespace

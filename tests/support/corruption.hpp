@@ -9,8 +9,14 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <dpipe/core/state.hpp>
 
 namespace dpipe::testing {
 
@@ -86,6 +92,27 @@ inline std::vector<std::byte> corrupt_resealed(const std::vector<std::byte>& blo
   }
   reseal(bytes);
   return bytes;
+}
+
+/// The value of field `key` of checkpoint `blob`.
+inline std::vector<std::byte> field_value(std::span<const std::byte> blob, std::string_view key) {
+  const StateStore store = StateStore::from_blob(blob);
+  const StateField* field = store.find(key);
+  REQUIRE(field != nullptr);
+  return field->value;
+}
+
+/// `blob` with the value of field `key` replaced by `value`: a checkpoint with valid checksums
+/// whose field says something else.
+inline std::vector<std::byte> with_field(std::span<const std::byte> blob, std::string_view key,
+                                         std::vector<std::byte> value) {
+  const StateStore saved = StateStore::from_blob(blob);
+  REQUIRE(saved.find(key) != nullptr);
+  StateStore edited;
+  for (const auto& field : saved.fields()) {
+    edited.add(field.key, field.kind).value = field.key == key ? value : field.value;
+  }
+  return edited.to_blob();
 }
 
 }  // namespace dpipe::testing

@@ -31,7 +31,8 @@ ChildLoop::ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo inf
       board_(&slot.board),
       expected_type_(std::move(expected_type)),
       control_(control),
-      main_bell_(&launch.pool->main_bell()) {
+      main_bell_(&launch.pool->main_bell()),
+      group_generation_(launch.restored != nullptr ? launch.restored->generation : 0) {
   enter_worker(info_);
 }
 
@@ -147,12 +148,28 @@ void ChildLoop::restore_state(std::span<const std::byte> bytes) {
   const StateStore store = StateStore::from_bytes(bytes);
   const StateReader process(store, "process");
   progress_ = process.read<ChildProgress>("progress");
+  check_progress();
   set_worker_random_state(process.read<WorkerRandomState>("random"));
   graph::load_state(root_, StateReader(store, "graph"));
   if (const auto unread = store.unread(""); !unread.empty()) {
     DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in {}", unread.front(), name_);
   }
   dynamic_cast<IterDataPipeBase&>(*root_).reset();  // continues the restored iteration
+}
+
+void ChildLoop::check_progress() const {
+  // A child runs the group's epoch from its first reset on (the group resets every child before
+  // it asks for a checkpoint); before that it has none. An epoch's stream ends or fails, not both.
+  const ChildProgress& saved = progress_;
+  const bool consistent =
+      saved.active
+          ? saved.generation == group_generation_ && saved.generation > 0 && !(saved.ended && saved.failed)
+          : saved.generation == 0 && group_generation_ == 0 && !saved.ended && !saved.failed && saved.dealt == 0;
+  if (consistent) return;
+  DPIPE_THROW(StateError,
+              "the checkpoint's field process:progress is inconsistent: generation {}, active {}, ended {}, failed {} "
+              "in a process group at generation {}",
+              saved.generation, saved.active, saved.ended, saved.failed, group_generation_);
 }
 
 }  // namespace dpipe::detail::mp

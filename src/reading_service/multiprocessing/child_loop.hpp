@@ -78,7 +78,8 @@ class ChildLoop {
             RingMemory control);
 
   /// Builds the graph (`make_root`), then continues from the checkpoint, if any, at `restored`.
-  /// A failure is reported at the next epoch's start (or at once when restoring).
+  /// When restoring, the main process waits for the answer: kRestored (a RestoreAck) or kError,
+  /// through replies(). Otherwise a failure is reported at the next epoch's start.
   template <class MakeRoot>
   void start(MakeRoot&& make_root, const std::vector<std::byte>* restored);
 
@@ -141,10 +142,13 @@ class ChildLoop {
   [[nodiscard]] bool can_produce();
   [[nodiscard]] std::vector<std::byte> save_state() const;
   void restore_state(std::span<const std::byte> bytes);
+  /// Throws StateError when the restored progress_ cannot come from a checkpoint of this group.
+  void check_progress() const;
 
   RingReader control_;
   Bell* main_bell_;
   std::optional<ErrorReport> startup_error_;
+  std::uint64_t group_generation_;  // the process group's epoch when the child was forked
 };
 
 template <class Body, class OnError>
@@ -166,12 +170,16 @@ void ChildLoop::start(MakeRoot&& make_root, const std::vector<std::byte>* restor
         if (restored != nullptr) restore_state(*restored);
       },
       [&](ErrorReport report) {
-        // Reported after the acknowledgement of the next epoch, which the main process waits for;
-        // a restored main process reads on without one: it hears it now.
+        // Reported after the acknowledgement of the next epoch, which the main process waits for.
         startup_error_ = std::move(report);
         progress_.active = false;
-        if (restored != nullptr) fail(*startup_error_);
       });
+  if (restored == nullptr) return;
+  if (startup_error_) {
+    replies().write_record(RecordKind::kError, to_bytes(*startup_error_));
+  } else {
+    replies().write_record(RecordKind::kRestored, to_bytes(RestoreAck{progress_.ended, progress_.failed}));
+  }
 }
 
 /// Runs a child's body `Loop` (built from the launch, then run()); returns its exit status, 71

@@ -132,6 +132,43 @@ ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
   // The merge may outlive this group (the main process's graph holds it): it keeps the resources.
   merge_ = std::make_shared<RecordMerge>(
       std::move(inputs), endpoint(), [resources = resources_.get()] { return resources->generation; }, resources_);
+  if (restored == nullptr) return;
+  try {
+    await_restored();
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void ProcessGroup::await_restored() {
+  const std::size_t workers = plan_.config.num_workers;
+  std::vector<Reply> replies(workers);
+  for (std::size_t w = 0; w < workers; ++w) replies[w].kind = merge_->read_reply(w, replies[w].payload);
+  if (dispatcher_replies_) {
+    Reply& reply = replies.emplace_back();
+    reply.kind = dispatcher_replies_->read_reply(endpoint(), reply.payload);
+  }
+  std::vector<RestoredInput> restored_workers;
+  for (const Reply& reply : replies) {
+    if (reply.kind == RecordKind::kError) {
+      const auto report = from_bytes<ErrorReport>(reply.payload);
+      // Which process decodes a part of the checkpoint is the service's business: the same
+      // corruption is the same StateError in every one of them.
+      if (report.type == "dpipe::StateError") {
+        DPIPE_THROW(StateError, "{} cannot restore the checkpoint: {}", report.where, report.message);
+      }
+      DPIPE_THROW(StateError, "{} cannot restore the checkpoint: {}: {}", report.where, report.type, report.message);
+    }
+    if (reply.kind != RecordKind::kRestored) {
+      DPIPE_THROW(Error, "dpipe internal error: a restored process answered with a record of kind {}",
+                  static_cast<int>(reply.kind));
+    }
+    const auto ack = from_bytes<RestoreAck>(reply.payload);
+    restored_workers.push_back(RestoredInput{ack.ended, ack.failed});
+  }
+  restored_workers.resize(workers);  // the dispatching process feeds the workers, not the merge
+  merge_->expect_restored(std::move(restored_workers));
 }
 
 ProcessGroup::~ProcessGroup() { stop(); }

@@ -57,6 +57,9 @@ class ProcessGroup {
  private:
   void send(RingWriter& control, std::size_t child, const std::vector<std::byte>& message);
   void send_all(const std::vector<std::byte>& message);
+  /// Waits for every child's answer to its restore; throws StateError for the first that cannot
+  /// restore its part of the checkpoint, after reading them all.
+  void await_restored();
   [[nodiscard]] ChildSlot& slot(std::size_t child) const;  // workers, then the dispatcher
   [[nodiscard]] Endpoint endpoint() {
     return Endpoint{&pool_.main_bell(), &children_, plan_.config.timeout, nullptr, plan_.config.stall_warning};

@@ -12,6 +12,8 @@
 // Stopping is a flag in the child's slot, not a message: a child blocked in a write sees it.
 // Child -> main (worker data rings, the dispatcher's reply ring) and dispatcher -> worker
 // (dispatch rings): kElement, kEnd, kError(ErrorReport), kResetAck, kPaused, kState.
+// A child forked to continue a checkpoint first answers kRestored(RestoreAck) or kError through
+// its reply path; the main process waits for every answer before load_state_dict() returns.
 
 #include <cstdint>
 #include <optional>
@@ -30,6 +32,14 @@ struct ControlMessage {
   std::uint64_t epoch = 0;               // kReset: the process group's epoch, from 0
   std::optional<SeedGenerator> seeds{};  // kReset: the child's seeds
   DPIPE_FIELDS(command, value, epoch, seeds)
+};
+
+/// A child's answer to being forked from a checkpoint: where its restored epoch stands, which the
+/// main process's merge must agree with.
+struct RestoreAck {
+  bool ended = false;   // its stream ended in the restored epoch
+  bool failed = false;  // it reported an error in the restored epoch
+  DPIPE_FIELDS(ended, failed)
 };
 
 }  // namespace dpipe::detail::mp

@@ -115,6 +115,22 @@ void RecordMerge::load_state(const StateReader& reader) {
   expected_ = generation_();
   failure_.reset();
   drained_ = true;
+  check_restored_inputs(reader.name());
+}
+
+void RecordMerge::check_restored_inputs(const std::string& scope) {
+  const auto expected = std::exchange(expected_inputs_, {});
+  for (std::size_t i = 0; i < expected.size() && i < inputs_.size(); ++i) {
+    const bool end_known = exhausted_[i] || inputs_[i].stores(RecordKind::kEnd);
+    const bool error_known = inputs_[i].stores(RecordKind::kError);
+    if (expected[i].ended == end_known && expected[i].failed == error_known) continue;
+    DPIPE_THROW(StateError,
+                "{}: the checkpoint is inconsistent: {} restored {}, but the merge holds {} of it (a blob edited or "
+                "put together from several checkpoints?)",
+                scope, inputs_[i].name(),
+                expected[i].ended ? "an ended epoch" : (expected[i].failed ? "a failed epoch" : "a running epoch"),
+                end_known ? "the end" : (error_known ? "an error" : "no end and no error"));
+  }
 }
 
 void RecordMerge::for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const {

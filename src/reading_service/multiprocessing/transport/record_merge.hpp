@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <dpipe/core/element_codec.hpp>
@@ -19,6 +20,12 @@
 #include "reading_service/multiprocessing/transport/record_stream.hpp"
 
 namespace dpipe::detail::mp {
+
+/// Where a process that feeds a merge stands in its restored epoch, as it says itself.
+struct RestoredInput {
+  bool ended = false;   // it wrote the end of its stream
+  bool failed = false;  // it wrote an error
+};
 
 /// Thread-safety: one thread (the one iterating the decoding node, or the main thread while that
 /// node is paused).
@@ -35,19 +42,26 @@ class RecordMerge final : public RecordSource {
   void reset() override;
   /// Requires drain_until_paused() (or load_state()) since the last read from a ring.
   void save_state(StateWriter& writer) const override;
-  /// Refuses (StateError) stored records of unknown kinds and error reports that do not decode.
+  /// Refuses (StateError) stored records of unknown kinds, error reports that do not decode, and
+  /// a state that disagrees with what the inputs said of themselves (expect_restored()).
   void load_state(const StateReader& reader) override;
+  /// What the inputs' processes restored, which the next load_state() checks: an input that
+  /// ended has its end stored or was exhausted; one that failed has its error stored.
+  void expect_restored(std::vector<RestoredInput> inputs) { expected_inputs_ = std::move(inputs); }
   void for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const override;
 
   /// Reads every ring up to the kPaused(request) marker, keeping what precedes it for next().
   /// Afterwards save_state() may run.
   void drain_until_paused(std::uint64_t request);
-  /// The next whole record of input `input` after a drain: a kState or kError reply.
+  /// The next whole record of input `input`: a reply (kState, kRestored or kError), after a drain
+  /// or before the first element.
   RecordKind read_reply(std::size_t input, std::vector<std::byte>& payload);
 
  private:
   void advance() noexcept { cursor_ = (cursor_ + 1) % inputs_.size(); }
   void release_held();
+  /// Throws StateError when the loaded state disagrees with expected_inputs_ (then cleared).
+  void check_restored_inputs(const std::string& scope);
 
   std::shared_ptr<const void> owner_;
   std::vector<RecordStream> inputs_;
@@ -62,6 +76,7 @@ class RecordMerge final : public RecordSource {
   std::vector<std::byte> buffer_;  // an element joined from parts or taken from what was stored
   std::optional<ErrorReport> failure_;
   bool drained_ = false;
+  std::vector<RestoredInput> expected_inputs_;  // for the next load_state(), if any
 };
 
 }  // namespace dpipe::detail::mp

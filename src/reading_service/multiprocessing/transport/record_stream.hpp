@@ -6,6 +6,7 @@
 // rings with it; the main process reads the dispatching process's replies with it. Private to the
 // library.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -78,7 +79,7 @@ class RecordStream {
   /// Reads records up to the kPaused(request) marker, storing the elements, ends and errors before
   /// it for take().
   void drain_until_paused(const Endpoint& endpoint, std::uint64_t generation, std::uint64_t request);
-  /// The next whole record, joined from its parts: a reply (kState or kError).
+  /// The next whole record, joined from its parts: a reply (kState, kRestored or kError).
   RecordKind read_reply(const Endpoint& endpoint, std::vector<std::byte>& payload);
 
   /// Forgets stored records and the epoch it followed.
@@ -87,6 +88,10 @@ class RecordStream {
   /// Checkpoints: the stored records.
   void save(StateWriter& writer) const;
   void load(const StateReader& reader);
+  /// Whether a stored record is of kind `kind`.
+  [[nodiscard]] bool stores(RecordKind kind) const noexcept {
+    return std::ranges::any_of(stored_, [kind](const Stored& stored) { return stored.kind == kind; });
+  }
   /// Calls `visit` with every stored element.
   template <class Visit>
   void for_each_stored_element(Visit&& visit) const {

@@ -110,7 +110,7 @@ std::optional<RingReader::Record> RingReader::peek() {
     const std::size_t offset = static_cast<std::size_t>(tail_ & (capacity - 1));
     RecordHeader header{};
     std::memcpy(&header, memory_.data + offset, sizeof(header));
-    if (header.size > capacity - offset - sizeof(RecordHeader) || header.kind > RecordKind::kControl) {
+    if (header.size > capacity - offset - sizeof(RecordHeader) || header.kind > RecordKind::kRestored) {
       DPIPE_THROW(Error, "dpipe internal error: a shared-memory queue is corrupt (record of {} bytes, kind {})",
                   header.size, static_cast<int>(header.kind));
     }

@@ -25,6 +25,7 @@ enum class RecordKind : std::uint8_t {
   kPaused = 5,    // the sender paused for request <u64>
   kState = 6,     // the sender's checkpoint
   kControl = 7,   // a command from the main process
+  kRestored = 8,  // the sender restored its checkpoint
 };
 
 struct RecordHeader {
