@@ -47,6 +47,8 @@ class Strided final : public dpipe::IterDataPipe<T> {
   void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
   dpipe::DataPipePtr clone_self() const override { return std::make_shared<Strided>(*this); }
   bool stateless() const noexcept override { return true; }
+  // A checkpoint records it: one saved with another stride is refused at load_state_dict().
+  dpipe::NodeSettings settings() const override { return {{"stride", std::to_string(stride_)}}; }
 
  protected:
   std::optional<T> next_impl() override {

@@ -42,59 +42,114 @@ IterDataPipeBase& as_iter_base(const DataPipePtr& root) {
   return *base;
 }
 
-/// The records of the stateful nodes of the pipeline the loader was built from: a checkpoint must
-/// come from a pipeline with the same ones (stateless nodes may differ).
-std::vector<graph::NodeRecord> pipeline_records(const DataPipePtr& root) {
-  std::vector<graph::NodeRecord> records;
+/// What a checkpoint records of a node of the pipeline the loader was built from: a stateful node,
+/// or one with settings (batch_size), by NodePath::settings_path.
+struct PipelineNode {
+  std::string path;
+  std::string element_type;
+  NodeSettings settings;
+  DPIPE_FIELDS(path, element_type, settings)
+};
+
+std::vector<PipelineNode> pipeline_nodes(const DataPipePtr& root) {
+  std::vector<PipelineNode> nodes;
   for (const auto& entry : graph::node_paths(root)) {
-    if (!entry.node->stateless()) records.push_back({entry.node->element_type(), entry.stateful_path});
+    auto settings = entry.node->settings();
+    if (entry.node->stateless() && settings.empty()) continue;
+    nodes.push_back({entry.settings_path, entry.node->element_type(), std::move(settings)});
   }
-  return records;
+  return nodes;
 }
 
 /// "a (int), b (long int)", at most four of them.
-std::string describe_records(const std::vector<const graph::NodeRecord*>& records) {
+std::string describe_nodes(const std::vector<const PipelineNode*>& nodes) {
   constexpr std::size_t kShown = 4;
   std::string text;
-  for (std::size_t i = 0; i < records.size() && i < kShown; ++i) {
-    text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", records[i]->stateful_path, records[i]->element_type);
+  for (std::size_t i = 0; i < nodes.size() && i < kShown; ++i) {
+    text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", nodes[i]->path, nodes[i]->element_type);
   }
-  if (records.size() > kShown) text += fmt::format(" and {} more", records.size() - kShown);
+  if (nodes.size() > kShown) text += fmt::format(" and {} more", nodes.size() - kShown);
   return text;
 }
 
-/// Throws StateError naming the stateful nodes only the saved pipeline has, those only this one
-/// has, and those whose element type changed. Stateless nodes may differ.
-void check_pipeline(const std::vector<graph::NodeRecord>& saved, const std::vector<graph::NodeRecord>& here) {
-  std::map<std::string_view, const graph::NodeRecord*> here_by_path;
-  for (const auto& record : here) here_by_path.emplace(record.stateful_path, &record);
-  std::vector<const graph::NodeRecord*> only_saved;
+/// The setting named `name` of `settings`, or nullptr.
+const std::string* find_setting(const NodeSettings& settings, const std::string& name) {
+  const auto found = std::ranges::find(settings, name, &NodeSettings::value_type::first);
+  return found == settings.end() ? nullptr : &found->second;
+}
+
+/// The settings that differ between a checkpoint and this pipeline.
+struct SettingChanges {
+  std::vector<std::string> texts;  // "batch: batch_size 32 in the checkpoint, 16 here"
+  bool length = false;             // a source's length is among them
+};
+
+/// Adds each setting of `saved` that `here` does not share to `changes`; a source's length only
+/// unless `options` accept a changed one.
+void compare_settings(const PipelineNode& saved, const PipelineNode& here, const RestoreOptions& options,
+                      SettingChanges& changes) {
+  const std::string none = "(none)";
+  const auto add = [&](const std::string& name, const std::string& before, const std::string& now) {
+    if (name == "length") {
+      if (options.accept_changed_source_length) return;
+      changes.length = true;
+    }
+    changes.texts.push_back(fmt::format("{}: {} {} in the checkpoint, {} here", saved.path, name, before, now));
+  };
+  for (const auto& [name, value] : saved.settings) {
+    const std::string* ours = find_setting(here.settings, name);
+    if (ours == nullptr || *ours != value) add(name, value, ours != nullptr ? *ours : none);
+  }
+  for (const auto& [name, value] : here.settings) {
+    if (find_setting(saved.settings, name) == nullptr) add(name, none, value);
+  }
+}
+
+/// Throws StateError naming the nodes only the saved pipeline has, those only this one has, those
+/// whose element type changed, and the settings that changed. Stateless nodes without settings
+/// may differ.
+void check_pipeline(const std::vector<PipelineNode>& saved, const std::vector<PipelineNode>& here,
+                    const RestoreOptions& options) {
+  std::map<std::string_view, const PipelineNode*> here_by_path;
+  for (const auto& node : here) here_by_path.emplace(node.path, &node);
+  std::vector<const PipelineNode*> only_saved;
   std::vector<std::string> retyped;
-  for (const auto& record : saved) {
-    const auto found = here_by_path.find(record.stateful_path);
+  SettingChanges changed_settings;
+  for (const auto& node : saved) {
+    const auto found = here_by_path.find(node.path);
     if (found == here_by_path.end()) {
-      only_saved.push_back(&record);
+      only_saved.push_back(&node);
       continue;
     }
-    if (found->second->element_type != record.element_type) {
-      retyped.push_back(fmt::format("{} yields {} in the checkpoint, {} here", record.stateful_path,
-                                    record.element_type, found->second->element_type));
+    if (found->second->element_type != node.element_type) {
+      retyped.push_back(fmt::format("{} yields {} in the checkpoint, {} here", node.path, node.element_type,
+                                    found->second->element_type));
     }
+    compare_settings(node, *found->second, options, changed_settings);
     here_by_path.erase(found);
   }
-  std::vector<const graph::NodeRecord*> only_here;
-  for (const auto& record : here) {
-    if (here_by_path.contains(record.stateful_path)) only_here.push_back(&record);
+  std::vector<const PipelineNode*> only_here;
+  for (const auto& node : here) {
+    if (here_by_path.contains(node.path)) only_here.push_back(&node);
   }
   std::vector<std::string> differences;
-  if (!only_saved.empty()) differences.push_back("only in the checkpoint: " + describe_records(only_saved));
-  if (!only_here.empty()) differences.push_back("only in this pipeline: " + describe_records(only_here));
+  if (!only_saved.empty()) differences.push_back("only in the checkpoint: " + describe_nodes(only_saved));
+  if (!only_here.empty()) differences.push_back("only in this pipeline: " + describe_nodes(only_here));
   for (auto& change : retyped) differences.push_back(std::move(change));
-  if (differences.empty()) return;
+  if (!differences.empty()) {
+    DPIPE_THROW(StateError,
+                "the checkpoint was saved from a different pipeline (nodes by path; {}); restore it into a loader "
+                "built by the same code",
+                fmt::join(differences, "; "));
+  }
+  if (changed_settings.texts.empty()) return;
   DPIPE_THROW(StateError,
-              "the checkpoint was saved from a different pipeline (stateful nodes by path; {}); restore it into a "
-              "loader built by the same code",
-              fmt::join(differences, "; "));
+              "the checkpoint was saved from a pipeline with other settings ({}); restore it into a loader built with "
+              "the same settings{}",
+              fmt::join(changed_settings.texts, "; "),
+              changed_settings.length ? ", or accept a source whose length changed on purpose with "
+                                        "RestoreOptions::accept_changed_source_length"
+                                      : "");
 }
 
 /// "dpipe::MultiProcessingReadingService with 2 worker processes", "no reading service": what a
@@ -388,7 +443,8 @@ std::vector<std::byte> LoaderCore::state_dict() {
   if (!loaded_blob_.empty()) return loaded_blob_;
   StateStore store;
   StateWriter loader(store, "loader");
-  loader.write("pipeline", pipeline_records(before_service_));
+  loader.write("pipeline", pipeline_nodes(before_service_));
+  loader.write("fingerprint", fingerprint_);
   loader.write("service", describe_service(service_.get()));
   loader.write("seed", seed_);
   loader.write("reset_seed", reset_seed_);
@@ -436,7 +492,7 @@ std::vector<std::byte> LoaderCore::state_dict() {
   return store.to_blob();
 }
 
-void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
+void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options) {
   if (valid_iterator_) {
     DPIPE_THROW(UsageError,
                 "DataLoaderV2 iterator has already been created, `load_state_dict()` can\u2019t be called. Please "
@@ -445,7 +501,13 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob) {
   auto restore = std::make_unique<Restore>();
   restore->store = StateStore::from_blob(blob);
   const StateReader loader(restore->store, "loader");
-  check_pipeline(loader.read<std::vector<graph::NodeRecord>>("pipeline"), pipeline_records(before_service_));
+  check_pipeline(loader.read<std::vector<PipelineNode>>("pipeline"), pipeline_nodes(before_service_), options);
+  if (const auto fingerprint = loader.read<std::string>("fingerprint"); fingerprint != fingerprint_) {
+    DPIPE_THROW(StateError,
+                "the checkpoint was saved by a loader with the fingerprint \"{}\", this loader has \"{}\"; restore it "
+                "into a loader built by the same code",
+                fingerprint, fingerprint_);
+  }
   auto seed = loader.read<std::optional<std::uint64_t>>("seed");
   const auto reset_seed = loader.read<bool>("reset_seed");
   auto seeds = loader.read<SeedGenerator>("seeds");

@@ -41,6 +41,13 @@ namespace graph {
 class BackgroundStop;
 }  // namespace graph
 
+/// How DataLoader2::load_state_dict() treats a checkpoint.
+struct RestoreOptions {
+  /// Restore a checkpoint whose sources had another length (a dataset that grew or shrank on
+  /// purpose): the saved positions continue in the new data. Other settings must still match.
+  bool accept_changed_source_length = false;
+};
+
 namespace detail {
 
 /// DataLoader2's protocol, independent of the element type. Thread-safety: one thread at a time,
@@ -81,7 +88,8 @@ class LoaderCore {
   void resume();
   void limit(std::optional<std::size_t> num_batches);
   [[nodiscard]] std::vector<std::byte> state_dict();
-  void load_state_dict(std::span<const std::byte> blob);
+  void load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options);
+  void set_fingerprint(std::string fingerprint) { fingerprint_ = std::move(fingerprint); }
 
   [[nodiscard]] const DataPipePtr& graph_before_reading_service() const noexcept { return before_service_; }
   [[nodiscard]] ReadingServiceInterface* reading_service() const noexcept { return service_.get(); }
@@ -125,6 +133,7 @@ class LoaderCore {
   std::unique_ptr<Restore> restore_;
   std::unique_ptr<graph::BackgroundStop> stopped_;  // paused without a reading service
   std::vector<std::byte> loaded_blob_;              // returned by state_dict() until the first iteration
+  std::string fingerprint_;                         // the user's, compared at load_state_dict()
   alignas(8) mutable std::uint64_t user_ = 0;       // the thread using the loader, 0: none (see enter())
 };
 
@@ -220,14 +229,21 @@ class DataLoader2 {
     const detail::LoaderUse use(*core_, "state_dict");
     return core_->state_dict();
   }
-  /// Restores a state_dict() into this loader, built by the same pipeline code and not yet
-  /// iterated; the next iteration continues exactly where the saved one stopped. Everything the
-  /// blob holds is checked here, the worker processes' parts included (they are started and
-  /// restored before this returns): a blob that does not fit throws StateError and leaves the
-  /// loader as it was.
-  void load_state_dict(std::span<const std::byte> blob) {
+  /// Restores a state_dict() into this loader, built by the same pipeline code (the same stateful
+  /// nodes, the same settings of every node, the same fingerprint) and not yet iterated; the next
+  /// iteration continues exactly where the saved one stopped. Everything the blob holds is checked
+  /// here, the worker processes' parts included (they are started and restored before this
+  /// returns): a blob that does not fit throws StateError and leaves the loader as it was.
+  void load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options = {}) {
     const detail::LoaderUse use(*core_, "load_state_dict");
-    core_->load_state_dict(blob);
+    core_->load_state_dict(blob, options);
+  }
+  /// A text of the user's own for what dpipe cannot see of the pipeline (what a map's function
+  /// does: "augment v2"), saved in every checkpoint; load_state_dict() refuses a checkpoint saved
+  /// with another one. Set it before load_state_dict(). Empty by default.
+  void set_fingerprint(std::string fingerprint) {
+    const detail::LoaderUse use(*core_, "set_fingerprint");
+    core_->set_fingerprint(std::move(fingerprint));
   }
 
   /// The graph as the adapters left it, before the reading service rewrote it.

@@ -12,7 +12,6 @@ namespace {
 
 using Magic = std::array<char, 8>;
 constexpr Magic kMagic = {'D', 'P', 'I', 'P', 'E', 'C', 'K', 'P'};
-constexpr std::uint32_t kFormatVersion = 2;
 /// The magic tags of format 1 (nested blobs): a loader's, a graph's, a multiprocessing service's.
 constexpr std::array<Magic, 3> kFormatOneMagics = {{{'D', 'P', 'I', 'P', 'E', 'D', 'L', '2'},
                                                     {'D', 'P', 'I', 'P', 'E', 'G', 'R', 'F'},

@@ -42,8 +42,15 @@ std::vector<NodePath> node_paths(const DataPipePtr& root) {
   std::vector<NodePath> paths;
   std::unordered_set<std::uint64_t> visited{root->id()};
   std::deque<NodePath> queue;
-  const auto name_of = [](const DataPipePtr& node) { return std::string(node->name()); };
-  queue.push_back(NodePath{root, name_of(root), root->stateless() ? std::string() : name_of(root)});
+  // `base` + `branch` + "/" + the node's name, or `base` + `branch` when the node is not `named`.
+  const auto extend = [](const std::string& base, const std::string& branch, const DataPipePtr& node, bool named) {
+    if (!named) return base + branch;
+    return base.empty() && branch.empty() ? std::string(node->name())
+                                          : fmt::format("{}{}/{}", base, branch, node->name());
+  };
+  const auto has_settings = [](const DataPipePtr& node) { return !node->stateless() || !node->settings().empty(); };
+  queue.push_back(NodePath{root, std::string(root->name()), extend({}, {}, root, !root->stateless()),
+                           extend({}, {}, root, has_settings(root))});
   while (!queue.empty()) {
     NodePath current = std::move(queue.front());
     queue.pop_front();
@@ -52,12 +59,9 @@ std::vector<NodePath> node_paths(const DataPipePtr& root) {
       const auto& input = inputs[i];
       if (!visited.insert(input->id()).second) continue;
       const std::string branch = inputs.size() > 1 ? fmt::format("[{}]", i) : std::string();
-      NodePath next{input, fmt::format("{}{}/{}", current.path, branch, input->name()), current.stateful_path + branch};
-      if (!input->stateless()) {
-        next.stateful_path = next.stateful_path.empty() ? std::string(input->name())
-                                                        : fmt::format("{}/{}", next.stateful_path, input->name());
-      }
-      queue.push_back(std::move(next));
+      queue.push_back(NodePath{input, extend(current.path, branch, input, true),
+                               extend(current.stateful_path, branch, input, !input->stateless()),
+                               extend(current.settings_path, branch, input, has_settings(input))});
     }
     paths.push_back(std::move(current));
   }

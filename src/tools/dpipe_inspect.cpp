@@ -112,7 +112,8 @@ std::string owner_of(const dpipe::StateStore& store, const std::string& key) {
 
 int inspect(const std::vector<std::byte>& blob) {
   const dpipe::StateStore store = dpipe::StateStore::from_blob(blob);
-  std::printf("dpipe checkpoint: format 2, %zu bytes, %zu fields\n", blob.size(), store.fields().size());
+  std::printf("dpipe checkpoint: format %u, %zu bytes, %zu fields\n", unsigned{dpipe::StateStore::kFormatVersion},
+              blob.size(), store.fields().size());
   if (store.find("loader:epoch") != nullptr) {
     std::printf("epoch: %s, elements taken in it: %s, epoch ended: %s, paused: %s\n",
                 field_value(store, "loader:epoch").c_str(), field_value(store, "loader:taken").c_str(),

@@ -194,6 +194,87 @@ TEST_CASE("checkpoint: a field that belongs to nothing in the loader is refused"
   }
 }
 
+/// A checkpoint of `loader` after it handed out `taken` elements of its first epoch.
+template <class T>
+std::vector<std::byte> saved_after(DataLoader2<T>&& loader, int taken) {
+  auto it = loader.begin();
+  for (int i = 1; i < taken; ++i) ++it;
+  (void)*it;
+  return loader.state_dict();
+}
+
+TEST_CASE("checkpoint: a pipeline with other settings is refused by node path and both values",
+          "[loader][checkpoint]") {
+  const auto refusal = [](const std::string& changes, const std::string& advice = "") {
+    return Catch::Message("the checkpoint was saved from a pipeline with other settings (" + changes +
+                          "); restore it into a loader built with the same settings" + advice);
+  };
+  const std::string length_advice =
+      ", or accept a source whose length changed on purpose with RestoreOptions::accept_changed_source_length";
+  SECTION("a source of another length") {
+    const auto blob = saved_after(DataLoader2<std::vector<int>>(iter::from(range(100)).batch(10)), 3);
+    for (const int length : {50, 200}) {
+      DataLoader2<std::vector<int>> target(iter::from(range(length)).batch(10));
+      CHECK_THROWS_MATCHES(
+          target.load_state_dict(blob), dpipe::StateError,
+          refusal("batch/from: length 100 in the checkpoint, " + std::to_string(length) + " here", length_advice));
+    }
+    // Accepted on purpose: the saved position continues in the longer source.
+    DataLoader2<std::vector<int>> grown(iter::from(range(200)).batch(10));
+    grown.load_state_dict(blob, {.accept_changed_source_length = true});
+    std::vector<std::vector<int>> expected;
+    for (int first = 30; first < 200; first += 10) expected.push_back(range(first, first + 10));
+    CHECK(epoch(grown) == expected);
+  }
+  SECTION("another batch_size and drop_last") {
+    const auto blob = saved_after(DataLoader2<std::vector<int>>(iter::from(range(100)).batch(32)), 1);
+    DataLoader2<std::vector<int>> target(iter::from(range(100)).batch(16, true));
+    CHECK_THROWS_MATCHES(target.load_state_dict(blob), dpipe::StateError,
+                         refusal("batch: batch_size 32 in the checkpoint, 16 here; batch: drop_last false in the "
+                                 "checkpoint, true here"));
+  }
+  SECTION("another shuffle buffer") {
+    const auto blob = saved_after(DataLoader2<int>(iter::from(range(100)).shuffle(50)), 1);
+    DataLoader2<int> target(iter::from(range(100)).shuffle(10));
+    CHECK_THROWS_MATCHES(target.load_state_dict(blob), dpipe::StateError,
+                         refusal("shuffle: buffer_size 50 in the checkpoint, 10 here"));
+  }
+  SECTION("a stateless node with settings more or less") {
+    const auto blob = saved_after(DataLoader2<std::vector<int>>(iter::from(range(100)).batch(4)), 1);
+    DataLoader2<std::vector<int>> target(iter::from(range(100)).batch(2).batch(2).map([](auto batch) {
+      std::vector<int> flat;
+      for (const auto& inner : batch) flat.insert(flat.end(), inner.begin(), inner.end());
+      return flat;
+    }));
+    CHECK_THROWS_MATCHES(
+        target.load_state_dict(blob), dpipe::StateError,
+        Catch::Message("the checkpoint was saved from a different pipeline (nodes by path; only in the checkpoint: "
+                       "batch/from (int); only in this pipeline: batch/batch (std::vector<int>), batch/batch/from "
+                       "(int); batch yields std::vector<int> in the checkpoint, std::vector<std::vector<int>, "
+                       "std::allocator<std::vector<int> > > here); restore it into a loader built by the same code"));
+  }
+}
+
+TEST_CASE("checkpoint: a fingerprint of the user's own must match", "[loader][checkpoint]") {
+  const auto pipe = [] { return iter::from(range(10)).map([](int x) { return x * 3; }); };
+  DataLoader2<int> source(pipe());
+  source.set_fingerprint("augment v1");
+  const auto blob = saved_after(std::move(source), 4);
+  for (const std::string other : {"augment v2", ""}) {
+    DataLoader2<int> target(pipe());
+    target.set_fingerprint(other);
+    CHECK_THROWS_MATCHES(
+        target.load_state_dict(blob), dpipe::StateError,
+        Catch::Message("the checkpoint was saved by a loader with the fingerprint \"augment v1\", this "
+                       "loader has \"" +
+                       other + "\"; restore it into a loader built by the same code"));
+  }
+  DataLoader2<int> same(pipe());
+  same.set_fingerprint("augment v1");
+  same.load_state_dict(blob);
+  CHECK(epoch(same) == std::vector<int>{12, 15, 18, 21, 24, 27});
+}
+
 TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs are refused", "[loader][checkpoint]") {
   DataLoader2<int> source(iter::from(range(10)).shuffle());
   auto it = source.begin();
@@ -201,25 +282,25 @@ TEST_CASE("checkpoint: another pipeline / truncated / corrupted or late blobs ar
   const auto blob = source.state_dict();
   DataLoader2<int> other(iter::from(range(10)).batch(2).unbatch());
   CHECK_THROWS_MATCHES(other.load_state_dict(blob), dpipe::StateError,
-                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                       Catch::Message("the checkpoint was saved from a different pipeline (nodes by path; "
                                       "only in the checkpoint: shuffle (int), shuffle/from (int); only in this "
-                                      "pipeline: unbatch (int), unbatch/from (int)); restore it into a loader built "
-                                      "by the same code"));
+                                      "pipeline: unbatch (int), unbatch/batch (std::vector<int>), unbatch/batch/from "
+                                      "(int)); restore it into a loader built by the same code"));
   DataLoader2<int> shorter(iter::from(range(10)));
   CHECK_THROWS_MATCHES(shorter.load_state_dict(blob), dpipe::StateError,
-                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                       Catch::Message("the checkpoint was saved from a different pipeline (nodes by path; "
                                       "only in the checkpoint: shuffle (int), shuffle/from (int); only in this "
                                       "pipeline: from (int)); restore it into a loader built by the same code"));
   DataLoader2<int> longer(iter::from(range(10)).shuffle().header(5));
   CHECK_THROWS_MATCHES(longer.load_state_dict(blob), dpipe::StateError,
-                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                       Catch::Message("the checkpoint was saved from a different pipeline (nodes by path; "
                                       "only in the checkpoint: shuffle (int), shuffle/from (int); only in this "
                                       "pipeline: header (int), header/shuffle (int), header/shuffle/from (int)); "
                                       "restore it into a loader built by the same code"));
   std::vector<long> longs(10);
   DataLoader2<long> retyped(iter::from(longs).shuffle());
   CHECK_THROWS_MATCHES(retyped.load_state_dict(blob), dpipe::StateError,
-                       Catch::Message("the checkpoint was saved from a different pipeline (stateful nodes by path; "
+                       Catch::Message("the checkpoint was saved from a different pipeline (nodes by path; "
                                       "shuffle yields int in the checkpoint, long int here; shuffle/from yields int "
                                       "in the checkpoint, long int here); restore it into a loader built by the same "
                                       "code"));

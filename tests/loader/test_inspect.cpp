@@ -73,8 +73,8 @@ TEST_CASE("dpipe-inspect: a loader's checkpoint shows its epoch / position / nod
   const TempFile file(blob);
   const Run run = inspect(file.path());
   CHECK(run.status == 0);
-  REQUIRE(run.lines.size() == 19);
-  CHECK(run.lines[0] == "dpipe checkpoint: format 2, " + std::to_string(blob.size()) + " bytes, 20 fields");
+  REQUIRE(run.lines.size() == 20);
+  CHECK(run.lines[0] == "dpipe checkpoint: format 3, " + std::to_string(blob.size()) + " bytes, 21 fields");
   CHECK(run.lines[1] == "epoch: 1, elements taken in it: 2, epoch ended: false, paused: false");
   CHECK(run.lines[2] == "worker processes: 0 (in process), ranks: 1");
   CHECK(run.lines[3] == "nodes (2):");
@@ -82,16 +82,17 @@ TEST_CASE("dpipe-inspect: a loader's checkpoint shows its epoch / position / nod
                                           "pending_seed=<1 bytes> draining=false rng=<[0-9]+ bytes> "
                                           "buffer=<24 bytes>"));  // a count and four ints
   CHECK_THAT(run.lines[5], Catch::Matches("  graph/batch/shuffle/from \\(int\\), 8 bytes: position=8"));
-  CHECK(run.lines[6] == "other fields (12):");
+  CHECK(run.lines[6] == "other fields (13):");
   CHECK_THAT(run.lines[7], Catch::Matches("  loader:pipeline = <[0-9]+ bytes>"));
-  CHECK(run.lines[8] == "  loader:service = \"dpipe::InProcessReadingService\"");
-  CHECK(run.lines[9] == "  loader:seed = <9 bytes>");
-  CHECK(run.lines[10] == "  loader:reset_seed = false");
-  CHECK(run.lines[13] == "  loader:epoch = 1");
-  CHECK(run.lines[14] == "  loader:taken = 2");
-  CHECK(run.lines[16] == "  loader:paused = false");
-  CHECK(run.lines[17] == "  loader:mode = \"state\"");
-  CHECK(run.lines[18] == "  loader:service_state = false");
+  CHECK(run.lines[8] == "  loader:fingerprint = \"\"");
+  CHECK(run.lines[9] == "  loader:service = \"dpipe::InProcessReadingService\"");
+  CHECK(run.lines[10] == "  loader:seed = <9 bytes>");
+  CHECK(run.lines[11] == "  loader:reset_seed = false");
+  CHECK(run.lines[14] == "  loader:epoch = 1");
+  CHECK(run.lines[15] == "  loader:taken = 2");
+  CHECK(run.lines[17] == "  loader:paused = false");
+  CHECK(run.lines[18] == "  loader:mode = \"state\"");
+  CHECK(run.lines[19] == "  loader:service_state = false");
 }
 
 TEST_CASE("dpipe-inspect: a checkpoint of worker processes shows each worker's nodes", "[loader][inspect]") {

@@ -370,4 +370,23 @@ TEST_CASE("MP checkpoint: a second load_state_dict replaces the first and ends i
   CHECK(epoch(target) == std::vector<int>(expected.begin() + 7, expected.end()));
 }
 
+TEST_CASE("MP checkpoint: a worker's pipeline with other settings is refused at load before any element",
+          "[mp][checkpoint]") {
+  const auto pipe = [](std::size_t buffer_size) {
+    return iter::from(range(5000)).shuffle(buffer_size).sharding_filter();
+  };
+  std::vector<std::byte> blob;
+  {
+    DataLoader2<int> loader(pipe(1000), workers(2));
+    auto it = loader.begin();
+    for (int i = 0; i < 25; ++i) ++it;
+    blob = loader.state_dict();
+  }
+  DataLoader2<int> target(pipe(100), workers(2));
+  CHECK_THROWS_MATCHES(target.load_state_dict(blob), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved from a pipeline with other settings (sharding_filter/"
+                                      "shuffle: buffer_size 1000 in the checkpoint, 100 here); restore it into a "
+                                      "loader built with the same settings"));
+}
+
 }  // namespace

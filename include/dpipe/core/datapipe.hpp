@@ -12,9 +12,13 @@
 #include <string>
 #include <string_view>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 namespace dpipe {
+
+/// A node's settings as names and values, in the node's order (DataPipe::settings()).
+using NodeSettings = std::vector<std::pair<std::string, std::string>>;
 
 class DataPipe;
 class StateWriter;
@@ -114,6 +118,13 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   /// Restores what save_state wrote, on a node built with the same configuration. The reader
   /// refuses missing and corrupt fields with StateError.
   virtual void load_state(const StateReader& reader);
+
+  /// The node's settings a checkpoint of the pipeline depends on, as names and values
+  /// ({"batch_size", "32"}, a source's {"length", "100000"}): a checkpoint records them, and
+  /// DataLoader2::load_state_dict() refuses one saved with other values, naming the node. Settings
+  /// that do not change which elements come in which order (a prefetch's buffer) are left out.
+  /// Empty by default. Called at checkpoints only.
+  [[nodiscard]] virtual NodeSettings settings() const { return {}; }
 
   /// Stops the node's background work (its threads) so that its state can be read or the process
   /// forked; the elements it buffered stay. graph::BackgroundStop calls it root first. The default

@@ -63,6 +63,9 @@ struct StateField {
 /// A checkpoint's fields, in the order they were written. Thread-safety: none.
 class StateStore {
  public:
+  /// The checkpoint format this dpipe writes and reads (to_blob, from_blob).
+  static constexpr std::uint32_t kFormatVersion = 3;
+
   StateStore() = default;
   StateStore(StateStore&&) noexcept = default;
   StateStore& operator=(StateStore&&) noexcept = default;

@@ -30,6 +30,10 @@ struct NodePath {
   std::string path;
   /// The same without the stateless nodes, "shuffle/from": what a checkpoint is matched by.
   std::string stateful_path;
+  /// The same with only the nodes that are stateful or have settings (DataPipe::settings()),
+  /// "batch/shuffle/from": what DataLoader2 compares settings by, so that a stateless map added
+  /// for augmentation changes nothing, and a batch_size does.
+  std::string settings_path;
 };
 
 /// A stateful node's record in a checkpoint, under the key "<scope>/<path>": what the node yields,

@@ -24,6 +24,7 @@ class Batcher final : public IterDataPipe<std::vector<T>> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Batcher>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return shape_.settings(); }
   [[nodiscard]] bool stateless() const noexcept override { return true; }
 
   [[nodiscard]] std::size_t batch_size() const noexcept { return shape_.size; }

@@ -24,6 +24,9 @@ class Cycler final : public IterDataPipe<T> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Cycler>(*this); }
+  [[nodiscard]] NodeSettings settings() const override {
+    return {{"count", count_ ? std::to_string(*count_) : std::string("none")}};
+  }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write("pass", std::uint64_t{pass_});

@@ -26,6 +26,7 @@ class Enumerator final : public IterDataPipe<std::pair<std::int64_t, T>> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Enumerator>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return {{"starting_index", std::to_string(start_)}}; }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write("next_index", next_index_);

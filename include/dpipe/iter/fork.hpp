@@ -38,6 +38,9 @@ class Forker final : public detail::SharedBuffer {
   [[nodiscard]] std::string element_type() const override { return type_name<T>(); }
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Forker>(*this); }
+  [[nodiscard]] NodeSettings settings() const override {
+    return {{"num_instances", std::to_string(positions_.size())}, {"buffer_size", std::to_string(buffer_size_)}};
+  }
 
   /// The next element for child `child`.
   std::optional<T> next_for(std::size_t child) {

@@ -51,6 +51,10 @@ class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
 
   void for_each_input(const InputVisitor& /*visit*/) override {}
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<IterableWrapper>(*this); }
+  [[nodiscard]] NodeSettings settings() const override {
+    if constexpr (Access::kSized) return {{"length", std::to_string(Access::size(range()))}};
+    return {};
+  }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write("position", std::uint64_t{position_});

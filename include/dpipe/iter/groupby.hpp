@@ -107,6 +107,15 @@ class Grouper final : public IterDataPipe<groupby_result_t<F, T, KeepKey>> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Grouper>(*this); }
+  [[nodiscard]] NodeSettings settings() const override {
+    const auto optional = [](const std::optional<std::size_t>& value) {
+      return value ? std::to_string(*value) : std::string("none");
+    };
+    return {{"buffer_size", std::to_string(buffer_size_)},
+            {"group_size", optional(group_size_)},
+            {"guaranteed_group_size", optional(guaranteed_)},
+            {"drop_remaining", drop_remaining_ ? "true" : "false"}};
+  }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write("draining", draining_);

@@ -24,6 +24,7 @@ class Header final : public IterDataPipe<T> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Header>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return {{"limit", std::to_string(limit_)}}; }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write("count", std::uint64_t{count_});

@@ -33,6 +33,7 @@ class BatchMapper final : public detail::ExpandingPipe<batch_fn_result_t<F, T>, 
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<BatchMapper>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return {{"batch_size", std::to_string(batch_size_)}}; }
 
  private:
   /// The elements of fn(next batch); false at the end of the source.

@@ -60,6 +60,12 @@ class RandomSplitter final : public DataPipe {
   [[nodiscard]] std::string element_type() const override { return type_name<T>(); }
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<RandomSplitter>(*this); }
+  [[nodiscard]] NodeSettings settings() const override {
+    NodeSettings settings{{"seed", std::to_string(seed_)}, {"total_length", std::to_string(total_length_)}};
+    for (std::size_t i = 0; i < keys_.size(); ++i)
+      settings.emplace_back("weight " + keys_[i], std::to_string(initial_weights_[i]));
+    return settings;
+  }
 
   [[nodiscard]] std::size_t num_children() const noexcept { return keys_.size(); }
   [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return keys_; }

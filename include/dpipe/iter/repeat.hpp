@@ -26,6 +26,7 @@ class Repeater final : public IterDataPipe<T> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Repeater>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return {{"times", std::to_string(times_)}}; }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write("left", std::uint64_t{left_});

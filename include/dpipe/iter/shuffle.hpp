@@ -35,6 +35,7 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Shuffler>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return {{"buffer_size", std::to_string(buffer_size_)}}; }
 
   void set_seed(std::uint64_t seed) override { pending_seed_ = seed; }
   void set_shuffle(bool enabled) override { enabled_ = enabled; }

@@ -25,6 +25,7 @@ class Batcher final : public MapDataPipe<std::size_t, std::vector<V>> {
 
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Batcher>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return shape_.settings(); }
 
  protected:
   std::vector<V> get_impl(const std::size_t& key) override {

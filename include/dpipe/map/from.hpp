@@ -36,6 +36,9 @@ class SequenceWrapper final : public MapDataPipe<std::size_t, std::ranges::range
 
   void for_each_input(const InputVisitor& /*visit*/) override {}
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<SequenceWrapper>(*this); }
+  [[nodiscard]] NodeSettings settings() const override {
+    return {{"length", std::to_string(std::ranges::size(*sequence_))}};
+  }
 
  protected:
   V get_impl(const std::size_t& key) override {

@@ -3,7 +3,9 @@
 /// Argument checks several nodes share, with torchdata's messages.
 
 #include <cstddef>
+#include <string>
 
+#include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/error.hpp>
 
 namespace dpipe::detail {
@@ -22,6 +24,11 @@ struct BatchShape {
   /// How many batches `n` elements make.
   [[nodiscard]] std::size_t count(std::size_t n) const noexcept {
     return n / size + (!drop_last && n % size != 0 ? 1 : 0);
+  }
+
+  /// The shape as node settings (DataPipe::settings()).
+  [[nodiscard]] NodeSettings settings() const {
+    return {{"batch_size", std::to_string(size)}, {"drop_last", drop_last ? "true" : "false"}};
   }
 
   std::size_t size;
