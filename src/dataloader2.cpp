@@ -26,12 +26,13 @@ namespace {
 
 /// How a checkpoint restores the graph.
 enum class GraphMode : std::uint8_t {
-  kNotStarted = 0,  // saved before the first iteration
-  kState = 1,       // every node's state
-  kReplay = 2,      // a node cannot save its state: replay the epoch from its seeds and skip
+  kNotStarted = 0,    // saved before the first iteration
+  kState = 1,         // every node's state
+  kReplay = 2,        // a node cannot save its state: replay the epoch from its seeds and skip
+  kReplayFailed = 3,  // saved after the epoch failed: replay it like kReplay
 };
 /// The modes as the checkpoint spells them.
-constexpr std::string_view kGraphModes[] = {"not started", "state", "replay"};
+constexpr std::string_view kGraphModes[] = {"not started", "state", "replay", "replay after failure"};
 
 IterDataPipeBase& as_iter_base(const DataPipePtr& root) {
   auto* base = dynamic_cast<IterDataPipeBase*>(root.get());
@@ -43,12 +44,13 @@ IterDataPipeBase& as_iter_base(const DataPipePtr& root) {
 }
 
 /// What a checkpoint records of a node of the pipeline the loader was built from: a stateful node,
-/// or one with settings (batch_size), by NodePath::settings_path.
+/// or one with settings (batch_size), by NodePath::settings_path (and configured_path).
 struct PipelineNode {
   std::string path;
+  std::string configured_path;
   std::string element_type;
   NodeSettings settings;
-  DPIPE_FIELDS(path, element_type, settings)
+  DPIPE_FIELDS(path, configured_path, element_type, settings)
 };
 
 std::vector<PipelineNode> pipeline_nodes(const DataPipePtr& root) {
@@ -56,9 +58,20 @@ std::vector<PipelineNode> pipeline_nodes(const DataPipePtr& root) {
   for (const auto& entry : graph::node_paths(root)) {
     auto settings = entry.node->settings();
     if (entry.node->stateless() && settings.empty()) continue;
-    nodes.push_back({entry.settings_path, entry.node->element_type(), std::move(settings)});
+    nodes.push_back({entry.settings_path, entry.configured_path, entry.node->element_type(), std::move(settings)});
   }
   return nodes;
+}
+
+/// The nodes with settings of `nodes`, by configured_path: what a checkpoint that replays its
+/// epoch must match (it restores no node state, so a node that only keeps state, such as a map
+/// that skips failed elements, may come or go).
+std::vector<PipelineNode> configured_nodes(const std::vector<PipelineNode>& nodes) {
+  std::vector<PipelineNode> configured;
+  for (const auto& node : nodes) {
+    if (!node.settings.empty()) configured.push_back({node.configured_path, {}, node.element_type, node.settings});
+  }
+  return configured;
 }
 
 /// "a (int), b (long int)", at most four of them.
@@ -272,10 +285,11 @@ void LoaderCore::continue_restored(Restore& restore) {
   if (restore.mode == GraphMode::kState) {
     as_iter_base(graph_).reset();  // continues the iteration load_state_dict() restored
   } else {
-    log_warning(
-        "DataLoader2: the checkpoint holds no state for some node (it does not implement save_state); replaying "
-        "{} elements of epoch {} to restore the position",
-        restore.taken, restore.epoch);
+    log_warning("DataLoader2: the checkpoint {}; replaying {} elements of epoch {} to restore the position",
+                restore.mode == GraphMode::kReplayFailed
+                    ? "was saved after the epoch failed"
+                    : "holds no state for some node (it does not implement save_state)",
+                restore.taken, restore.epoch);
     seeds_ = initial_seeds_;  // the generator as the saved epoch started: the same seeds again
     if (service_) {
       if (auto reset = service_->initialize_iteration(seeds_)) set_graph(reset(graph_));
@@ -341,7 +355,10 @@ void LoaderCore::after_next(bool produced) {
   }
 }
 
-void LoaderCore::fail() noexcept { shutdown(); }
+void LoaderCore::fail() noexcept {
+  failed_ = true;
+  shutdown();
+}
 
 namespace {
 
@@ -457,7 +474,14 @@ std::vector<std::byte> LoaderCore::state_dict() {
   auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(service_.get());
   GraphMode mode = GraphMode::kNotStarted;
   StateStore parts;  // the service's and the graph's fields, kept only if both can be saved
-  {
+  if (failed_) {
+    // A node that threw may have consumed input it never yielded, and the workers are gone: the
+    // position the trainer reached is the count of elements it received, which a replay restores.
+    log_warning(
+        "DataLoader2: the epoch failed after {} elements; the checkpoint will replay the epoch to that position",
+        taken_);
+    mode = GraphMode::kReplayFailed;
+  } else {
     // The service first: it may stop its graph (worker processes) so that the nodes here hold
     // exactly what the loop received; it restarts it once the graph's state is saved.
     struct Restart {
@@ -487,7 +511,7 @@ std::vector<std::byte> LoaderCore::state_dict() {
     }
   }
   loader.write("mode", std::string(kGraphModes[static_cast<std::size_t>(mode)]));
-  loader.write("service_state", checkpointable != nullptr && mode != GraphMode::kReplay);
+  loader.write("service_state", checkpointable != nullptr && !failed_ && mode != GraphMode::kReplay);
   store.merge(parts, "");
   return store.to_blob();
 }
@@ -501,7 +525,18 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreO
   auto restore = std::make_unique<Restore>();
   restore->store = StateStore::from_blob(blob);
   const StateReader loader(restore->store, "loader");
-  check_pipeline(loader.read<std::vector<PipelineNode>>("pipeline"), pipeline_nodes(before_service_), options);
+  const auto mode = loader.read<std::string>("mode");
+  const auto* found = std::ranges::find(kGraphModes, mode);
+  if (found == std::end(kGraphModes)) {
+    DPIPE_THROW(StateError, "the checkpoint's field loader:mode is corrupt: \"{}\" is no graph mode", mode);
+  }
+  restore->mode = static_cast<GraphMode>(found - std::begin(kGraphModes));
+  const auto saved_pipeline = loader.read<std::vector<PipelineNode>>("pipeline");
+  if (restore->mode == GraphMode::kReplay || restore->mode == GraphMode::kReplayFailed) {
+    check_pipeline(configured_nodes(saved_pipeline), configured_nodes(pipeline_nodes(before_service_)), options);
+  } else {
+    check_pipeline(saved_pipeline, pipeline_nodes(before_service_), options);
+  }
   if (const auto fingerprint = loader.read<std::string>("fingerprint"); fingerprint != fingerprint_) {
     DPIPE_THROW(StateError,
                 "the checkpoint was saved by a loader with the fingerprint \"{}\", this loader has \"{}\"; restore it "
@@ -516,12 +551,6 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreO
   restore->taken = loader.read<std::uint64_t>("taken");
   restore->epoch_ended = loader.read<bool>("epoch_ended");
   restore->paused = loader.read<bool>("paused");
-  const auto mode = loader.read<std::string>("mode");
-  const auto* found = std::ranges::find(kGraphModes, mode);
-  if (found == std::end(kGraphModes)) {
-    DPIPE_THROW(StateError, "the checkpoint's field loader:mode is corrupt: \"{}\" is no graph mode", mode);
-  }
-  restore->mode = static_cast<GraphMode>(found - std::begin(kGraphModes));
   restore->service_state = loader.read<bool>("service_state");
   check_service(loader.read<std::string>("service"), restore->service_state, restore->mode, service_.get());
   for (const auto& field : restore->store.fields()) {

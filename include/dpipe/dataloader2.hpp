@@ -68,7 +68,8 @@ class LoaderCore {
   bool before_next(std::uint64_t id);
   /// After a read: an element (true) or the end of the epoch (false).
   void after_next(bool produced);
-  /// The pipeline threw: shut down (the caller rethrows).
+  /// The pipeline threw: shut down (the caller rethrows). state_dict() then saves the position of
+  /// the last element handed out, restored by replaying the epoch.
   void fail() noexcept;
 
   /// Marks the loader as used by the calling thread until leave(). Throws UsageError naming
@@ -127,6 +128,7 @@ class LoaderCore {
   std::uint64_t epoch_ = 0;  // epochs started
   std::uint64_t taken_ = 0;  // elements handed out in the current epoch
   bool epoch_ended_ = false;
+  bool failed_ = false;  // the pipeline threw (see fail())
   std::optional<std::size_t> limit_;
   std::size_t limit_counter_ = 0;
   std::uint64_t replay_ = 0;

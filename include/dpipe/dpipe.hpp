@@ -15,6 +15,7 @@
 #include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/logging.hpp>
@@ -57,6 +58,7 @@
 #include <dpipe/iter/repeat.hpp>
 #include <dpipe/iter/sharding.hpp>
 #include <dpipe/iter/shuffle.hpp>
+#include <dpipe/iter/skip_on_error.hpp>
 #include <dpipe/iter/threadpool_map.hpp>
 #include <dpipe/iter/unzip.hpp>
 #include <dpipe/iter/zip.hpp>

@@ -4,6 +4,7 @@
 #include <cxxabi.h>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <typeinfo>
 
 #include <dpipe/core/type_name.hpp>
@@ -44,11 +45,25 @@ std::string demangle(const char* mangled) {
   return tidy_type_name(status == 0 && readable ? readable.get() : mangled);
 }
 
+namespace {
+
+/// The name of the type an exception was thrown as. std::throw_with_nested(E) throws a library
+/// type derived from E (libstdc++'s std::_Nested_exception<E>): it is named E.
+std::string thrown_type_name(const std::type_info& type) {
+  std::string name = demangle(type.name());
+  constexpr std::string_view kNested = "std::_Nested_exception<";
+  if (name.starts_with(kNested) && name.ends_with('>'))
+    return name.substr(kNested.size(), name.size() - kNested.size() - 1);
+  return name;
+}
+
+}  // namespace
+
 ExceptionDescription describe_current_exception() {
   try {
     throw;
   } catch (const std::exception& exception) {
-    return {demangle(typeid(exception).name()), exception.what()};
+    return {thrown_type_name(typeid(exception)), exception.what()};
   } catch (...) {
     const std::type_info* type = abi::__cxa_current_exception_type();
     return {type != nullptr ? demangle(type->name()) : std::string("an unknown exception"), "(not a std::exception)",

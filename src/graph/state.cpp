@@ -48,9 +48,10 @@ std::vector<NodePath> node_paths(const DataPipePtr& root) {
     return base.empty() && branch.empty() ? std::string(node->name())
                                           : fmt::format("{}{}/{}", base, branch, node->name());
   };
-  const auto has_settings = [](const DataPipePtr& node) { return !node->stateless() || !node->settings().empty(); };
+  const auto configured = [](const DataPipePtr& node) { return !node->settings().empty(); };
+  const auto has_settings = [&](const DataPipePtr& node) { return !node->stateless() || configured(node); };
   queue.push_back(NodePath{root, std::string(root->name()), extend({}, {}, root, !root->stateless()),
-                           extend({}, {}, root, has_settings(root))});
+                           extend({}, {}, root, has_settings(root)), extend({}, {}, root, configured(root))});
   while (!queue.empty()) {
     NodePath current = std::move(queue.front());
     queue.pop_front();
@@ -61,7 +62,8 @@ std::vector<NodePath> node_paths(const DataPipePtr& root) {
       const std::string branch = inputs.size() > 1 ? fmt::format("[{}]", i) : std::string();
       queue.push_back(NodePath{input, extend(current.path, branch, input, true),
                                extend(current.stateful_path, branch, input, !input->stateless()),
-                               extend(current.settings_path, branch, input, has_settings(input))});
+                               extend(current.settings_path, branch, input, has_settings(input)),
+                               extend(current.configured_path, branch, input, configured(input))});
     }
     paths.push_back(std::move(current));
   }

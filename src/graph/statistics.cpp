@@ -31,7 +31,8 @@ std::vector<NodeStatistics> statistics(const DataPipePtr& root) {
                        counters.calls,
                        counters.elements,
                        std::chrono::nanoseconds(counters.nanoseconds),
-                       std::chrono::nanoseconds(counters.nanoseconds)};
+                       std::chrono::nanoseconds(counters.nanoseconds),
+                       counters.skipped};
     IdSet seen;
     for (const auto& input : node->inputs()) {
       const auto* upstream = dynamic_cast<const IterDataPipeBase*>(input.get());
@@ -45,12 +46,12 @@ std::vector<NodeStatistics> statistics(const DataPipePtr& root) {
 }
 
 std::string format_statistics(const std::vector<NodeStatistics>& rows) {
-  std::string table =
-      fmt::format("{:<32} {:>12} {:>10} {:>14} {:>14}\n", "node", "elements", "calls", "total ms", "own ms");
+  std::string table = fmt::format("{:<32} {:>12} {:>10} {:>14} {:>14} {:>10}\n", "node", "elements", "calls",
+                                  "total ms", "own ms", "skipped");
   for (const auto& row : rows) {
-    table +=
-        fmt::format("{:<32} {:>12} {:>10} {:>14.3f} {:>14.3f}\n", row.label, row.elements, row.calls,
-                    static_cast<double>(row.inclusive.count()) / 1e6, static_cast<double>(row.exclusive.count()) / 1e6);
+    table += fmt::format("{:<32} {:>12} {:>10} {:>14.3f} {:>14.3f} {:>10}\n", row.label, row.elements, row.calls,
+                         static_cast<double>(row.inclusive.count()) / 1e6,
+                         static_cast<double>(row.exclusive.count()) / 1e6, row.skipped);
   }
   return table;
 }

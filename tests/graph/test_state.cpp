@@ -164,7 +164,7 @@ TEST_CASE("graph state: truncated / corrupted / foreign and old blobs are refuse
   auto future = blob;
   future[8] = std::byte{9};
   CHECK_THROWS_MATCHES(graph::load_state(target, future), dpipe::StateError,
-                       Catch::Message("the checkpoint has format version 9, this dpipe reads version 3"));
+                       Catch::Message("the checkpoint has format version 9, this dpipe reads version 4"));
   for (const std::string_view magic : {"DPIPEGRF", "DPIPEDL2"}) {
     auto old = blob;
     std::memcpy(old.data(), magic.data(), magic.size());

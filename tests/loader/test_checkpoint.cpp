@@ -373,4 +373,46 @@ TEST_CASE("checkpoint: corruptions behind valid checksums reach every decoder / 
   CHECK(outcome.refused + outcome.restored == 2000);
 }
 
+TEST_CASE("checkpoint: saved after the pipeline threw it restores the position of the last element handed out",
+          "[loader][checkpoint]") {
+  dpipe::testing::check_checkpoint_after_failure(
+      [](const dpipe::IterPipe<int>& pipe) { return DataLoader2<int>(pipe); });
+  dpipe::testing::check_checkpoint_after_failure(
+      [](const dpipe::IterPipe<int>& pipe) { return DataLoader2<int>(pipe, InProcessReadingService()); });
+}
+
+TEST_CASE("checkpoint: saved after a failure it restores into a pipeline that skips failures / not other settings",
+          "[loader][checkpoint]") {
+  const dpipe::testing::LogCapture quiet;
+  const auto decode = [](int x) {
+    if (x % 10 == 7) throw std::invalid_argument("corrupt");
+    return x;
+  };
+  DataLoader2<int> strict(iter::from(range(30)).shuffle(4).map(decode));
+  strict.seed(3);
+  std::vector<int> seen;
+  CHECK_THROWS_AS(
+      [&] {
+        for (int x : strict) seen.push_back(x);
+      }(),
+      std::invalid_argument);
+  const auto state = strict.state_dict();
+
+  DataLoader2<int> reference(iter::from(range(30)).shuffle(4).map(decode, dpipe::OnError::skip()));
+  reference.seed(3);
+  const auto all = epoch(reference);
+  DataLoader2<int> tolerant(iter::from(range(30)).shuffle(4).map(decode, dpipe::OnError::skip()));
+  tolerant.load_state_dict(state);
+  auto joined = seen;
+  for (int x : epoch(tolerant)) joined.push_back(x);
+  CHECK(joined == all);
+  CHECK(all.size() == 27);
+
+  DataLoader2<int> other_buffer(iter::from(range(30)).shuffle(5).map(decode, dpipe::OnError::skip()));
+  CHECK_THROWS_MATCHES(other_buffer.load_state_dict(state), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved from a pipeline with other settings (shuffle: "
+                                      "buffer_size 4 in the checkpoint, 5 here); restore it into a loader built with "
+                                      "the same settings"));
+}
+
 }  // namespace

@@ -74,7 +74,7 @@ TEST_CASE("dpipe-inspect: a loader's checkpoint shows its epoch / position / nod
   const Run run = inspect(file.path());
   CHECK(run.status == 0);
   REQUIRE(run.lines.size() == 20);
-  CHECK(run.lines[0] == "dpipe checkpoint: format 3, " + std::to_string(blob.size()) + " bytes, 21 fields");
+  CHECK(run.lines[0] == "dpipe checkpoint: format 4, " + std::to_string(blob.size()) + " bytes, 21 fields");
   CHECK(run.lines[1] == "epoch: 1, elements taken in it: 2, epoch ended: false, paused: false");
   CHECK(run.lines[2] == "worker processes: 0 (in process), ranks: 1");
   CHECK(run.lines[3] == "nodes (2):");

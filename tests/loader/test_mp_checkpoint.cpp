@@ -389,4 +389,10 @@ TEST_CASE("MP checkpoint: a worker's pipeline with other settings is refused at 
                                       "loader built with the same settings"));
 }
 
+TEST_CASE("MP checkpoint: saved after a worker threw it restores the position of the last element handed out",
+          "[mp][checkpoint]") {
+  dpipe::testing::check_checkpoint_after_failure(
+      [](const dpipe::IterPipe<int>& pipe) { return DataLoader2<int>(pipe, dpipe::testing::workers(2)); });
+}
+
 }  // namespace

@@ -37,7 +37,7 @@ inline std::vector<std::byte> test_data(const std::string& name) {
 
 /// What a checkpoint of format 1 (dpipe before node-path keys) is refused with.
 inline constexpr const char* kFormat1Refusal =
-    "the checkpoint was written by an earlier dpipe in format 1 (nested blobs); this dpipe reads format 3 only: resume "
+    "the checkpoint was written by an earlier dpipe in format 1 (nested blobs); this dpipe reads format 4 only: resume "
     "the run with the dpipe that wrote it, or start from a new checkpoint";
 
 /// The envelope of a checkpoint blob (SPEC §9): 8-byte magic, 4-byte version, 8-byte total size,

@@ -85,6 +85,49 @@ void check_replay_fallback(const Make& make) {
         "elements of epoch 1 to restore the position");
 }
 
+/// A pipeline of 40 shuffled, sharded elements whose map throws std::runtime_error("bad N") on the
+/// value `bad` (none when it is negative).
+inline IterPipe<int> failing_at(int bad) {
+  return iter::from(range(40)).shuffle(8).sharding_filter().map([bad](int x) {
+    if (x == bad) throw std::runtime_error("bad " + std::to_string(x));
+    return x;
+  });
+}
+
+/// A loader (`make(pipe)`, seeded 5) whose map throws on the 13th element hands out 12; its
+/// state_dict() after the failure restores that position (by replaying the epoch) into a loader whose
+/// pipeline does not throw, which yields the rest of the uninterrupted epoch from the 13th on.
+template <class Make>
+void check_checkpoint_after_failure(const Make& make) {
+  auto reference = make(failing_at(-1));
+  reference.seed(5);
+  const auto first = epoch(reference);
+  LogCapture log;
+  std::vector<int> seen;
+  auto failing = make(failing_at(first[12]));
+  failing.seed(5);
+  try {
+    for (int x : failing) seen.push_back(x);
+    FAIL("the failing loader ended its epoch");
+  } catch (const std::exception& error) {
+    CHECK(std::string(error.what()).find("bad " + std::to_string(first[12])) != std::string::npos);
+  }
+  CHECK(seen == std::vector<int>(first.begin(), first.begin() + 12));
+  const auto state = failing.state_dict();
+  auto restored = make(failing_at(-1));
+  restored.load_state_dict(state);
+  CHECK(restored.epoch() == 1);
+  CHECK(restored.elements_in_epoch() == 12);
+  CHECK(epoch(restored) == std::vector<int>(first.begin() + 12, first.end()));
+  const auto messages = log.messages();
+  REQUIRE(messages.size() >= 2);
+  CHECK(messages[messages.size() - 2] ==
+        "DataLoader2: the epoch failed after 12 elements; the checkpoint will replay the epoch to that position");
+  CHECK(messages.back() ==
+        "DataLoader2: the checkpoint was saved after the epoch failed; replaying 12 elements of epoch 1 to restore "
+        "the position");
+}
+
 /// The restore sweep (SPEC §9): for every position k of an epoch of `make()` (seeded 7), a loader
 /// restored from the state saved after k elements yields exactly the rest of the epoch, then the
 /// next epoch of the uninterrupted run; the loader that saved goes on undisturbed. Returns the

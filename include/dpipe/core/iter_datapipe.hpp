@@ -53,6 +53,7 @@ class IterDataPipeBase : public DataPipe {
     std::uint64_t calls = 0;
     std::uint64_t elements = 0;
     std::uint64_t nanoseconds = 0;  // inside next() / pull(), upstream work included
+    std::uint64_t skipped = 0;      // input elements dropped by an OnError::skip() policy
   };
   /// Switches counting on (fresh counters) or off.
   void set_counting(bool enabled) { counters_ = enabled ? std::make_unique<Counters>() : nullptr; }
@@ -80,6 +81,11 @@ class IterDataPipeBase : public DataPipe {
     counters_->elements += elements;
     counters_->nanoseconds += static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  /// Counts an input element its error policy skipped (when counting).
+  void count_skipped() noexcept {
+    if (counters_) ++counters_->skipped;
   }
 
   /// Resets per-iteration state. The default resets every input edge; override it to clear the

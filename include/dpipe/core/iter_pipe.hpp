@@ -25,6 +25,7 @@
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/detail/collate.hpp>
 #include <dpipe/core/detail/lazy_iterator.hpp>
+#include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 
 namespace dpipe {
@@ -88,12 +89,22 @@ class IterPipe : public std::ranges::view_base {
   /// run of maps and filters it ends, so that the run pulls as one loop: see iter/detail/fusion.hpp).
   template <map_fn<T> F>
   [[nodiscard]] auto map(F fn) const;
+  /// map(fn) with an error policy: under OnError::skip() the elements fn throws on are dropped,
+  /// logged and counted (see <dpipe/core/error_policy.hpp>), and the length is unknown.
+  template <map_fn<T> F>
+  [[nodiscard]] IterPipe<map_result_t<F, T>> map(F fn, OnError on_error) const;
   /// Keeps the elements for which `pred` is true. Returns an IterPipe<T> (as map does).
   template <filter_fn<T> F>
   [[nodiscard]] auto filter(F pred) const;
+  /// filter(pred) with an error policy (as map's).
+  template <filter_fn<T> F>
+  [[nodiscard]] IterPipe<T> filter(F pred, OnError on_error) const;
   /// Applies `fn` to each element and yields the elements of the range it returns.
   template <flatmap_fn<T> F>
   [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn) const;
+  /// flatmap(fn) with an error policy (as map's).
+  template <flatmap_fn<T> F>
+  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn, OnError on_error) const;
   /// Groups consecutive elements into vectors of `batch_size`; the last one may be shorter
   /// unless `drop_last`.
   [[nodiscard]] IterPipe<std::vector<T>> batch(std::size_t batch_size, bool drop_last = false) const;
@@ -142,10 +153,10 @@ class IterPipe : public std::ranges::view_base {
   /// Applies `fn` to each batch (torchdata's Collator); `collate()` turns a vector of tuples
   /// (or pairs) into a tuple (or pair) of vectors.
   template <map_fn<T> F>
-  [[nodiscard]] IterPipe<map_result_t<F, T>> collate(F fn) const;
+  [[nodiscard]] IterPipe<map_result_t<F, T>> collate(F fn, OnError on_error = OnError::raise()) const;
   template <class U = T>
   requires requires(U batch) { detail::DefaultCollate{}(std::move(batch)); }
-  [[nodiscard]] auto collate() const;
+  [[nodiscard]] auto collate(OnError on_error = OnError::raise()) const;
   /// Calls `fn` on vectors of `batch_size` elements and yields the elements of what it returns.
   template <batch_fn<T> F>
   [[nodiscard]] IterPipe<batch_fn_result_t<F, T>> map_batches(F fn, std::size_t batch_size) const;
@@ -206,11 +217,12 @@ class IterPipe : public std::ranges::view_base {
   /// Keeps the ranks of a distributed job in step; not replicable. A pass-through in one process.
   [[nodiscard]] IterPipe<T> fullsync(std::chrono::seconds timeout = std::chrono::seconds(1800)) const;
   /// Applies `fn` on a pool of `threads` threads, in order, with at most `max_in_flight` elements
-  /// taken and not yet handed out (defaults: hardware threads, 4 per thread).
+  /// taken and not yet handed out (defaults: hardware threads, 4 per thread). An exception from fn
+  /// is an ElementError at that element's position, or, under OnError::skip(), a skipped element.
   template <map_fn<T> F>
-  [[nodiscard]] IterPipe<map_result_t<F, T>> threadpool_map(
-      F fn, std::optional<std::size_t> threads = std::nullopt,
-      std::optional<std::size_t> max_in_flight = std::nullopt) const;
+  [[nodiscard]] IterPipe<map_result_t<F, T>> threadpool_map(F fn, std::optional<std::size_t> threads = std::nullopt,
+                                                            std::optional<std::size_t> max_in_flight = std::nullopt,
+                                                            OnError on_error = OnError::raise()) const;
 
  private:
   std::shared_ptr<IterDataPipe<T>> node_;

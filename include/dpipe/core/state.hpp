@@ -64,7 +64,7 @@ struct StateField {
 class StateStore {
  public:
   /// The checkpoint format this dpipe writes and reads (to_blob, from_blob).
-  static constexpr std::uint32_t kFormatVersion = 3;
+  static constexpr std::uint32_t kFormatVersion = 4;
 
   StateStore() = default;
   StateStore(StateStore&&) noexcept = default;

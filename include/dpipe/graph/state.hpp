@@ -34,6 +34,9 @@ struct NodePath {
   /// "batch/shuffle/from": what DataLoader2 compares settings by, so that a stateless map added
   /// for augmentation changes nothing, and a batch_size does.
   std::string settings_path;
+  /// The same with only the nodes that have settings, "batch/shuffle/from": what DataLoader2
+  /// compares a checkpoint that replays its epoch by, since it restores no node state.
+  std::string configured_path;
 };
 
 /// A stateful node's record in a checkpoint, under the key "<scope>/<path>": what the node yields,

@@ -23,6 +23,8 @@ struct NodeStatistics {
   /// `inclusive` minus its inputs' inclusive time: the node's own work. A node with a thread
   /// (prefetch) waits for it rather than working, so its own time is the consumer's wait.
   std::chrono::nanoseconds exclusive{0};
+  /// Input elements the node's OnError::skip() policy dropped because its function threw.
+  std::uint64_t skipped = 0;
 };
 
 /// Switches counting on (from zero) or off for every iter node upstream of `root`.

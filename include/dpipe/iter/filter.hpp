@@ -13,6 +13,7 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/fusion.hpp>
 #include <dpipe/iter/filter_node.hpp>
+#include <dpipe/iter/skip_on_error.hpp>
 
 namespace dpipe {
 
@@ -20,6 +21,13 @@ template <class T>
 template <filter_fn<T> F>
 auto IterPipe<T>::filter(F pred) const {
   return detail::ElementwisePipe<void, T>(*this).filter(std::move(pred));
+}
+
+template <class T>
+template <filter_fn<T> F>
+IterPipe<T> IterPipe<T>::filter(F pred, OnError on_error) const {
+  if (!on_error.skips()) return filter(std::move(pred));
+  return iter::make_skipping<T>(*this, iter::FilterStep<F>{std::move(pred)}, on_error, iter::Filter<T, F>::kName);
 }
 
 }  // namespace dpipe
@@ -30,6 +38,12 @@ namespace dpipe::iter {
 template <class F>
 [[nodiscard]] auto filter(F pred) {
   return PipeAdaptor{[pred = std::move(pred)](const auto& source) { return source.filter(pred); }};
+}
+
+/// `src | iter::filter(pred, OnError::skip())`.
+template <class F>
+[[nodiscard]] auto filter(F pred, OnError on_error) {
+  return PipeAdaptor{[pred = std::move(pred), on_error](const auto& source) { return source.filter(pred, on_error); }};
 }
 
 }  // namespace dpipe::iter

@@ -15,6 +15,7 @@
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/expanding.hpp>
+#include <dpipe/iter/skip_on_error.hpp>
 
 namespace dpipe::iter {
 
@@ -65,6 +66,14 @@ IterPipe<flatmap_result_t<F, T>> IterPipe<T>::flatmap(F fn) const {
 }
 
 template <class T>
+template <flatmap_fn<T> F>
+IterPipe<flatmap_result_t<F, T>> IterPipe<T>::flatmap(F fn, OnError on_error) const {
+  if (!on_error.skips()) return flatmap(std::move(fn));
+  return iter::make_skipping<flatmap_result_t<F, T>>(*this, iter::FlatMapStep<F>{std::move(fn)}, on_error,
+                                                     iter::FlatMapper<T, F>::kName);
+}
+
+template <class T>
 template <class U>
 requires source_range<U> IterPipe<range_element_t<U>> IterPipe<T>::unbatch()
 const {
@@ -80,6 +89,12 @@ namespace dpipe::iter {
 template <class F>
 [[nodiscard]] auto flatmap(F fn) {
   return PipeAdaptor{[fn = std::move(fn)](const auto& source) { return source.flatmap(fn); }};
+}
+
+/// `src | iter::flatmap(fn, OnError::skip())`.
+template <class F>
+[[nodiscard]] auto flatmap(F fn, OnError on_error) {
+  return PipeAdaptor{[fn = std::move(fn), on_error](const auto& source) { return source.flatmap(fn, on_error); }};
 }
 
 /// `src | iter::unbatch()`.

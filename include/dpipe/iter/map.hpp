@@ -10,6 +10,7 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/fusion.hpp>
 #include <dpipe/iter/mapper.hpp>
+#include <dpipe/iter/skip_on_error.hpp>
 
 namespace dpipe {
 
@@ -21,35 +22,53 @@ auto IterPipe<T>::map(F fn) const {
 
 template <class T>
 template <map_fn<T> F>
-IterPipe<map_result_t<F, T>> IterPipe<T>::collate(F fn) const {
+IterPipe<map_result_t<F, T>> IterPipe<T>::map(F fn, OnError on_error) const {
+  if (!on_error.skips()) return map(std::move(fn));
+  return iter::make_skipping<map_result_t<F, T>>(*this, iter::MapStep<F>{std::move(fn)}, on_error,
+                                                 iter::Mapper<T, F>::kName);
+}
+
+template <class T>
+template <map_fn<T> F>
+IterPipe<map_result_t<F, T>> IterPipe<T>::collate(F fn, OnError on_error) const {
   using Collator = iter::Mapper<T, F>;
+  if (on_error.skips()) {
+    return iter::make_skipping<map_result_t<F, T>>(*this, iter::MapStep<F>{std::move(fn)}, on_error,
+                                                   Collator::kCollateName);
+  }
   return make_iter<Collator>(*this, std::move(fn), std::string(Collator::kCollateName));
 }
 
 template <class T>
 template <class U>
 requires requires(U batch) { detail::DefaultCollate{}(std::move(batch)); }
-auto IterPipe<T>::collate() const { return collate(detail::DefaultCollate{}); }
+auto IterPipe<T>::collate(OnError on_error) const { return collate(detail::DefaultCollate{}, on_error); }
 
 }  // namespace dpipe
 
 namespace dpipe::iter {
 
-/// `src | iter::collate(fn)`.
+/// `src | iter::collate(fn)`, `src | iter::collate(fn, OnError::skip())`.
 template <class F>
-[[nodiscard]] auto collate(F fn) {
-  return PipeAdaptor{[fn = std::move(fn)](const auto& source) { return source.collate(fn); }};
+[[nodiscard]] auto collate(F fn, OnError on_error = OnError::raise()) {
+  return PipeAdaptor{[fn = std::move(fn), on_error](const auto& source) { return source.collate(fn, on_error); }};
 }
 
 /// `src | iter::collate()`: a batch of tuples (or pairs) becomes a tuple (or pair) of vectors.
-[[nodiscard]] inline auto collate() {
-  return PipeAdaptor{[](const auto& source) { return source.collate(); }};
+[[nodiscard]] inline auto collate(OnError on_error = OnError::raise()) {
+  return PipeAdaptor{[on_error](const auto& source) { return source.collate(on_error); }};
 }
 
 /// `src | iter::map(fn)`.
 template <class F>
 [[nodiscard]] auto map(F fn) {
   return PipeAdaptor{[fn = std::move(fn)](const auto& source) { return source.map(fn); }};
+}
+
+/// `src | iter::map(fn, OnError::skip())`.
+template <class F>
+[[nodiscard]] auto map(F fn, OnError on_error) {
+  return PipeAdaptor{[fn = std::move(fn), on_error](const auto& source) { return source.map(fn, on_error); }};
 }
 
 }  // namespace dpipe::iter

@@ -4,8 +4,9 @@
 /// pool of threads, output in input order. At most `max_in_flight` elements are taken from the
 /// source and not yet handed out, so memory stays bounded. An exception from fn reaches the
 /// consumer at that element's position as dpipe::ElementError, which names the element's index and
-/// the original exception (nested, see std::rethrow_if_nested). Each thread calls its own copy of
-/// fn. The source is read on the consumer's thread; the pool only runs fn.
+/// the original exception (nested, see std::rethrow_if_nested); under OnError::skip() the element
+/// is skipped there instead. Each thread calls its own copy of fn. The source is read on the
+/// consumer's thread; the pool only runs fn.
 ///
 /// The threads start on first use and stop on stop_background() and on destruction; a new
 /// iteration or a stop waits for the elements in flight. Checkpoint state: the results computed
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ranges>
@@ -24,17 +26,14 @@
 #include <vector>
 
 #include <dpipe/core/detail/buffered_elements.hpp>
+#include <dpipe/core/detail/element_skipper.hpp>
+#include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/iter/detail/thread_pool.hpp>
 
 namespace dpipe {
-namespace detail {
-/// Throws ElementError for `error`, raised by `node`'s function on element `index`.
-[[noreturn]] void throw_element_error(const DataPipe& node, std::uint64_t index, std::exception_ptr error);
-}  // namespace detail
-
 namespace ops {
 /// A threadpool_map node with the function and the input of a map node (a reading service may
 /// parallelize the expensive maps of a graph it is given).
@@ -53,12 +52,14 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
  public:
   static constexpr std::string_view kName = "threadpool_map";
 
-  ThreadPoolMapper(const IterPipe<T>& source, F fn, std::size_t threads, std::size_t max_in_flight)
+  ThreadPoolMapper(const IterPipe<T>& source, F fn, std::size_t threads, std::size_t max_in_flight,
+                   OnError on_error = OnError::raise())
       : IterDataPipe<U>(std::string(kName)),
         source_(source.ptr()),
         fn_(std::move(fn)),
         threads_(threads),
-        max_in_flight_(max_in_flight) {
+        max_in_flight_(max_in_flight),
+        skipper_(on_error) {
     if (threads == 0) DPIPE_THROW(InvalidArgument, "'max_workers' is required to be a positive integer.");
     if (max_in_flight == 0) DPIPE_THROW(InvalidArgument, "'scheduled_tasks' is required to be a positive integer.");
   }
@@ -69,7 +70,8 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
         source_(other.source_),
         fn_(other.fn_),
         threads_(other.threads_),
-        max_in_flight_(other.max_in_flight_) {}
+        max_in_flight_(other.max_in_flight_),
+        skipper_(other.skipper_.policy()) {}
 
   ~ThreadPoolMapper() override { stop_background(); }
 
@@ -86,15 +88,27 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
     detail::require_stopped(pool_ && pool_->running(), *this);
     writer.write("next_index", next_index_);
     writer.write("source_ended", source_ended_);
+    std::vector<std::reference_wrapper<const U>> results;
+    std::vector<std::uint64_t> failed;  // under OnError::skip: the indices fn threw on, and what it threw
+    std::vector<std::string> failures;
     for (const auto& task : tasks_) {
-      if (task->error) {
+      if (task->output) {
+        results.emplace_back(*task->output);
+        continue;
+      }
+      if (!skipper_.policy().skips()) {
         DPIPE_THROW(StateError, "{} holds a pending exception; a failed pipeline cannot be checkpointed",
                     this->label());
       }
+      failed.push_back(task->index);
+      failures.push_back(task->failure());
     }
-    detail::write_elements<U>(writer, "results", *this, std::views::transform(tasks_, [](const auto& task) -> const U& {
-                                return *task->output;
-                              }));
+    if (skipper_.policy().skips()) {
+      skipper_.save(writer);
+      writer.write("failed", failed);
+      writer.write("failures", failures);
+    }
+    detail::write_elements<U>(writer, "results", *this, results);
     return true;
   }
 
@@ -102,18 +116,38 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
     stop_background();
     next_index_ = reader.read<std::uint64_t>("next_index");
     source_ended_ = reader.read<bool>("source_ended");
-    auto values = detail::read_elements<U>(reader, "results", *this);
-    if (values.size() > max_in_flight_) {
-      DPIPE_THROW(StateError, "{}: {} saved results exceed max_in_flight {}", this->label(), values.size(),
-                  max_in_flight_);
+    std::vector<std::uint64_t> failed;
+    std::vector<std::string> failures;
+    if (skipper_.policy().skips()) {
+      skipper_.load(reader);
+      failed = reader.read<std::vector<std::uint64_t>>("failed");
+      failures = reader.read<std::vector<std::string>>("failures");
+      if (failures.size() != failed.size()) {
+        DPIPE_THROW(StateError, "{}: the checkpoint holds {} failed elements and {} failures", this->label(),
+                    failed.size(), failures.size());
+      }
     }
-    if (values.size() > next_index_)
-      DPIPE_THROW(StateError, "{}: more saved results than elements read", this->label());
+    auto values = detail::read_elements<U>(reader, "results", *this);
+    const std::size_t pending = values.size() + failed.size();
+    if (pending > max_in_flight_) {
+      DPIPE_THROW(StateError, "{}: {} saved results exceed max_in_flight {}", this->label(), pending, max_in_flight_);
+    }
+    if (pending > next_index_) DPIPE_THROW(StateError, "{}: more saved results than elements read", this->label());
     tasks_.clear();
-    std::uint64_t index = next_index_ - values.size();
-    for (auto& value : values) {
-      tasks_.push_back(std::make_unique<Task>(fns_, index++, std::nullopt));
-      tasks_.back()->output.emplace(std::move(value));
+    auto value = values.begin();
+    std::size_t failure = 0;
+    for (std::uint64_t index = next_index_ - pending; index < next_index_; ++index) {
+      tasks_.push_back(std::make_unique<Task>(fns_, index, std::nullopt));
+      if (failure < failed.size() && failed[failure] == index) {
+        tasks_.back()->restored_failure = std::move(failures[failure++]);
+      } else if (value != values.end()) {
+        tasks_.back()->output.emplace(std::move(*value++));
+      } else {
+        DPIPE_THROW(StateError, "{}: the checkpoint's failed elements are out of order", this->label());
+      }
+    }
+    if (failure != failed.size()) {
+      DPIPE_THROW(StateError, "{}: the checkpoint's failed elements are out of order", this->label());
     }
   }
 
@@ -121,22 +155,38 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
   void reset_impl() override {
     settle();
     tasks_.clear();
+    skipper_.reset();
     next_index_ = 0;
     source_ended_ = false;
     source_.reset();
   }
 
   std::optional<U> next_impl() override {
-    submit();
-    if (tasks_.empty()) return std::nullopt;
-    std::unique_ptr<Task> task = std::move(tasks_.front());
-    tasks_.pop_front();
-    if (task->submitted) pool_->wait(*task);
-    if (task->error) detail::throw_element_error(*this, task->index, task->error);
-    return std::move(task->output);
+    for (;;) {
+      submit();
+      if (tasks_.empty()) return std::nullopt;
+      std::unique_ptr<Task> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      if (task->submitted) pool_->wait(*task);
+      if (task->output) return std::move(task->output);
+      if (task->error) {
+        try {
+          std::rethrow_exception(task->error);
+        } catch (...) {
+          skipper_.skip_current_or_throw(*this, task->index);
+        }
+      } else {
+        skipper_.skip_or_throw(*this, task->index, task->restored_failure);
+      }
+      this->count_skipped();
+    }
   }
 
-  [[nodiscard]] std::optional<std::size_t> length_impl() const override { return source_.length(); }
+  /// The source's, unless the policy may skip elements.
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
+    if (skipper_.policy().skips()) return std::nullopt;
+    return source_.length();
+  }
 
  private:
   /// One element on its way through the pool, then its result (a restored one never ran here).
@@ -156,7 +206,11 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
     std::optional<T> input;
     std::optional<U> output;
     std::exception_ptr error;
+    std::string restored_failure;  // a failure restored from a checkpoint (OnError::skip)
     bool submitted = false;
+
+    /// What fn threw: "std::runtime_error: bad sample". REQUIRES: no output.
+    [[nodiscard]] std::string failure() const { return error ? detail::describe(error) : restored_failure; }
   };
 
   /// Reads elements from the source and hands them to the pool while there is room.
@@ -194,6 +248,7 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
   std::vector<F> fns_;  // one copy of fn_ per pool thread, made before the threads start
   std::unique_ptr<detail::ThreadPool> pool_;
   std::deque<std::unique_ptr<Task>> tasks_;  // taken from the source and not handed out, in input order
+  detail::ElementSkipper skipper_;
   std::uint64_t next_index_ = 0;
   bool source_ended_ = false;
 };
@@ -203,18 +258,21 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>> {
 template <class T>
 template <map_fn<T> F>
 IterPipe<map_result_t<F, T>> IterPipe<T>::threadpool_map(F fn, std::optional<std::size_t> threads,
-                                                         std::optional<std::size_t> max_in_flight) const {
+                                                         std::optional<std::size_t> max_in_flight,
+                                                         OnError on_error) const {
   const std::size_t pool = threads.value_or(detail::hardware_threads());
-  return make_iter<iter::ThreadPoolMapper<T, F>>(*this, std::move(fn), pool, max_in_flight.value_or(4 * pool));
+  return make_iter<iter::ThreadPoolMapper<T, F>>(*this, std::move(fn), pool, max_in_flight.value_or(4 * pool),
+                                                 on_error);
 }
 
 namespace iter {
 
-/// `src | iter::threadpool_map(fn, threads, max_in_flight)`.
+/// `src | iter::threadpool_map(fn, threads, max_in_flight, on_error)`.
 template <class F>
 [[nodiscard]] auto threadpool_map(F fn, std::optional<std::size_t> threads = std::nullopt,
-                                  std::optional<std::size_t> max_in_flight = std::nullopt) {
-  return PipeAdaptor{[=](const auto& source) { return source.threadpool_map(fn, threads, max_in_flight); }};
+                                  std::optional<std::size_t> max_in_flight = std::nullopt,
+                                  OnError on_error = OnError::raise()) {
+  return PipeAdaptor{[=](const auto& source) { return source.threadpool_map(fn, threads, max_in_flight, on_error); }};
 }
 
 }  // namespace iter

@@ -324,6 +324,9 @@ class ElementwisePipe : public IterPipe<typename RunTypes<In, Stages...>::out> {
  public:
   explicit ElementwisePipe(const IterPipe<Out>& pipe) : IterPipe<Out>(pipe) {}
 
+  using IterPipe<Out>::map;  // with an error policy
+  using IterPipe<Out>::filter;
+
   /// IterPipe::map, extending the run.
   template <map_fn<Out> F>
   [[nodiscard]] auto map(F fn) const {

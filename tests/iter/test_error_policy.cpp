@@ -1,0 +1,211 @@
+// OnError: map, filter, flatmap, collate and threadpool_map skip the elements their function throws
+// on (logged, counted, within a budget), or raise as before; upstream errors are never skipped.
+// The policy behaves the same in process and in worker processes.
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "support/battery.hpp"
+#include "support/loader.hpp"
+#include "support/log_capture.hpp"
+
+namespace {
+
+namespace iter = dpipe::iter;
+using dpipe::DataLoader2;
+using dpipe::OnError;
+using dpipe::testing::check_battery;
+using dpipe::testing::collect;
+using dpipe::testing::epoch;
+using dpipe::testing::LogCapture;
+using dpipe::testing::range;
+
+/// x * 10, throwing std::runtime_error("bad x") when x % 5 == 3.
+int times_ten_failing_on_3_mod_5(int x) {
+  if (x % 5 == 3) throw std::runtime_error("bad " + std::to_string(x));
+  return x * 10;
+}
+
+/// What times_ten_failing_on_3_mod_5 yields over 0..n-1 when failures are skipped.
+std::vector<int> times_ten_skipping(int n) {
+  std::vector<int> out;
+  for (int x = 0; x < n; ++x) {
+    if (x % 5 != 3) out.push_back(x * 10);
+  }
+  return out;
+}
+
+dpipe::IterPipe<int> skipping_map(int n, OnError policy = OnError::skip()) {
+  return iter::from(range(n)).map(times_ten_failing_on_3_mod_5, policy);
+}
+
+TEST_CASE("OnError::skip: map / filter / flatmap / collate / threadpool_map pass the battery",
+          "[iter][error_policy][battery]") {
+  const LogCapture quiet;
+  check_battery([] { return skipping_map(23); }, times_ten_skipping(23), std::nullopt);
+  check_battery([] { return iter::from(range(23)) | iter::map(times_ten_failing_on_3_mod_5, OnError::skip()); },
+                times_ten_skipping(23), std::nullopt);
+
+  const auto even_failing_on_2_mod_7 = [](const int& x) {
+    if (x % 7 == 2) throw std::invalid_argument("odd one");
+    return x % 2 == 0;
+  };
+  check_battery([&] { return iter::from(range(30)).filter(even_failing_on_2_mod_7, OnError::skip()); },
+                std::vector<int>{0, 4, 6, 8, 10, 12, 14, 18, 20, 22, 24, 26, 28}, std::nullopt);
+
+  const auto twice_failing_on_1_mod_4 = [](int x) {
+    if (x % 4 == 1) throw std::runtime_error("no");
+    return std::vector<int>{x, -x};
+  };
+  check_battery([&] { return iter::from(range(9)).flatmap(twice_failing_on_1_mod_4, OnError::skip()); },
+                std::vector<int>{0, 0, 2, -2, 3, -3, 4, -4, 6, -6, 7, -7, 8, -8}, std::nullopt);
+
+  const auto sum_failing_on_7 = [](const std::vector<int>& batch) {
+    int sum = 0;
+    for (int x : batch) {
+      if (x == 7) throw std::runtime_error("seven");
+      sum += x;
+    }
+    return sum;
+  };
+  check_battery([&] { return iter::from(range(14)).batch(3).collate(sum_failing_on_7, OnError::skip()); },
+                std::vector<int>{3, 12, 30, 25}, std::nullopt);
+
+  check_battery(
+      [] { return iter::from(range(40)).threadpool_map(times_ten_failing_on_3_mod_5, 3, 5, OnError::skip()); },
+      times_ten_skipping(40), std::nullopt);
+}
+
+TEST_CASE("OnError::skip: each skipped element is logged with its index and the exception", "[iter][error_policy]") {
+  const LogCapture log;
+  const auto pipe = skipping_map(10);
+  CHECK(collect(pipe) == times_ten_skipping(10));
+  const std::string label = pipe.node().label();
+  CHECK(log.messages() == std::vector<std::string>{
+                              label + ": fn threw on element 3: std::runtime_error: bad 3; skipped (1 in this epoch)",
+                              label + ": fn threw on element 8: std::runtime_error: bad 8; skipped (2 in this epoch)"});
+  CHECK(pipe.length() == std::nullopt);
+}
+
+TEST_CASE("OnError::skip: beyond the budget the next failure is an ElementError nesting the original",
+          "[iter][error_policy]") {
+  for (const bool threads : {false, true}) {
+    INFO((threads ? "threadpool_map" : "map"));
+    const LogCapture log;
+    const auto pipe = threads
+                          ? iter::from(range(30)).threadpool_map(times_ten_failing_on_3_mod_5, 2, 4, OnError::skip(2))
+                          : skipping_map(30, OnError::skip(2));
+    std::vector<int> seen;
+    try {
+      for (int x : pipe) seen.push_back(x);
+      FAIL("the budget was not enforced");
+    } catch (const dpipe::ElementError& error) {
+      CHECK(std::string(error.what()) ==
+            pipe.node().label() +
+                ": fn threw on element 13: std::runtime_error: bad 13; that is 3 failed elements in this epoch, more "
+                "than the error budget of 2 (OnError::skip)");
+      try {
+        std::rethrow_if_nested(error);
+        FAIL("nothing nested");
+      } catch (const std::runtime_error& original) {
+        CHECK(std::string(original.what()) == "bad 13");
+      }
+    }
+    CHECK(seen == std::vector<int>{0, 10, 20, 40, 50, 60, 70, 90, 100, 110, 120});
+    CHECK(log.messages().back() == pipe.node().label() +
+                                       ": fn threw on element 8: std::runtime_error: bad 8; skipped (2 of the budget "
+                                       "of 2 in this epoch)");
+  }
+}
+
+TEST_CASE("OnError::skip: the budget counts per epoch / a restored epoch keeps its count", "[iter][error_policy]") {
+  const LogCapture quiet;
+  const auto pipe = skipping_map(10, OnError::skip(2));
+  CHECK(collect(pipe) == times_ten_skipping(10));  // two failures: within the budget
+  CHECK(collect(pipe) == times_ten_skipping(10));  // and again in the next epoch
+
+  // Saved after both failures (3 and 8) of an epoch of 0..13; the third (13) is over the budget.
+  const auto original = skipping_map(14, OnError::skip(2));
+  CHECK(dpipe::testing::take(original, 8) == std::vector<int>{0, 10, 20, 40, 50, 60, 70, 90});
+  const auto state = dpipe::graph::save_state(original);
+  const auto restored = skipping_map(14, OnError::skip(2));
+  dpipe::graph::load_state(restored, state);
+  std::vector<int> rest;
+  CHECK_THROWS_AS(
+      [&] {
+        for (int x : restored) rest.push_back(x);
+      }(),
+      dpipe::ElementError);
+  CHECK(rest == std::vector<int>{100, 110, 120});
+  const auto unlimited = skipping_map(14);
+  dpipe::graph::load_state(unlimited, state);
+  CHECK(collect(unlimited) == std::vector<int>{100, 110, 120});
+}
+
+TEST_CASE("OnError::skip: an upstream exception is not skipped / OnError::raise is today's behaviour",
+          "[iter][error_policy]") {
+  const auto upstream = iter::from(range(10)).map([](int x) {
+    if (x == 4) throw std::out_of_range("upstream");
+    return x;
+  });
+  std::vector<int> seen;
+  try {
+    for (int x : upstream.map([](int x) { return x + 1; }, OnError::skip())) seen.push_back(x);
+    FAIL("the upstream exception was skipped");
+  } catch (const std::out_of_range& error) {
+    CHECK(std::string(error.what()) == "upstream");
+  }
+  CHECK(seen == std::vector<int>{1, 2, 3, 4});
+  CHECK_THROWS_MATCHES(collect(skipping_map(10, OnError::raise())), std::runtime_error, Catch::Message("bad 3"));
+  CHECK(skipping_map(10, OnError::raise()).length() == 10);
+}
+
+TEST_CASE("OnError::skip: statistics count the skipped elements", "[iter][error_policy]") {
+  const LogCapture quiet;
+  const auto pipe = skipping_map(20);
+  dpipe::graph::enable_statistics(pipe.ptr());
+  CHECK(collect(pipe).size() == 16);
+  const auto rows = dpipe::graph::statistics(pipe.ptr());
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].label == pipe.node().label());
+  CHECK(rows[0].elements == 16);
+  CHECK(rows[0].skipped == 4);
+  CHECK(rows[1].skipped == 0);
+  CHECK(dpipe::graph::format_statistics(rows).find(" skipped\n") != std::string::npos);
+}
+
+TEST_CASE("OnError::skip: the same elements and the same budget error with worker processes", "[mp][error_policy]") {
+  const LogCapture quiet;
+  const auto pipe = [](OnError policy) {
+    return iter::from(range(40)).sharding_filter().map(times_ten_failing_on_3_mod_5, policy);
+  };
+  DataLoader2<int> in_process(pipe(OnError::skip()));
+  DataLoader2<int> with_workers(pipe(OnError::skip()), dpipe::testing::workers(2));
+  CHECK(epoch(in_process) == times_ten_skipping(40));
+  // The same elements; a skip shifts which worker's element the round-robin merge takes next, as
+  // any filter does.
+  auto from_workers = epoch(with_workers);
+  std::ranges::sort(from_workers);
+  CHECK(from_workers == times_ten_skipping(40));
+
+  // Worker 1 sees 1, 3, 5, ...: its third failure, 23, is element 11 of its share, and comes
+  // before worker 0's third (28).
+  DataLoader2<int> budgeted(pipe(OnError::skip(2)), dpipe::testing::workers(2));
+  try {
+    (void)epoch(budgeted);
+    FAIL("the budget was not enforced in the worker");
+  } catch (const dpipe::WorkerError& error) {
+    CHECK(error.where() == "worker process 1");
+    CHECK(error.original_type() == "dpipe::ElementError");
+    CHECK(error.original_message().ends_with(
+        ": fn threw on element 11: std::runtime_error: bad 23; that is 3 failed elements in this epoch, more than the "
+        "error budget of 2 (OnError::skip)"));
+  }
+}
+
+}  // namespace
