@@ -10,12 +10,14 @@
 #include <dpipe/checkpoint_file.hpp>
 #include <dpipe/core/adaptor.hpp>
 #include <dpipe/core/capabilities.hpp>
+#include <dpipe/core/columns.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
+#include <dpipe/core/fields.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/logging.hpp>

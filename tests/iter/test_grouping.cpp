@@ -37,6 +37,55 @@ TEST_CASE("collate: battery with the default and a custom function", "[iter][col
   CHECK(sums.node().name() == "collate");
 }
 
+}  // namespace
+
+namespace dpipe_test {
+struct Reading {
+  int id = 0;
+  std::string name;
+  std::vector<float> values;
+  int unlisted = 0;
+  DPIPE_FIELDS(id, name, values)
+};
+}  // namespace dpipe_test
+
+namespace {
+
+TEST_CASE("collate: a batch of a DPIPE_FIELDS struct becomes a struct of arrays", "[iter][collate][battery]") {
+  using dpipe_test::Reading;
+  using Batch = dpipe::Columns<Reading>;
+  const auto make = [] {
+    return iter::from(range(5))
+        .map([](int x) {
+          return Reading{x, "r" + std::to_string(x), {static_cast<float>(x), 0.5F}, -x};
+        })
+        .batch(2)
+        .collate();
+  };
+  std::vector<Batch> expected(3);
+  expected[0].get<0>() = {0, 1};
+  expected[0].get<1>() = {"r0", "r1"};
+  expected[0].get<2>() = {{0.0F, 0.5F}, {1.0F, 0.5F}};
+  expected[1].get<0>() = {2, 3};
+  expected[1].get<1>() = {"r2", "r3"};
+  expected[1].get<2>() = {{2.0F, 0.5F}, {3.0F, 0.5F}};
+  expected[2].get<0>() = {4};
+  expected[2].get<1>() = {"r4"};
+  expected[2].get<2>() = {{4.0F, 0.5F}};
+  check_battery(make, expected, 3);
+
+  const auto batches = collect(make());
+  CHECK(batches[0][&Reading::id] == std::vector<int>{0, 1});
+  CHECK(batches[1][&Reading::name] == std::vector<std::string>{"r2", "r3"});
+  CHECK(batches[2][&Reading::values] == std::vector<std::vector<float>>{{4.0F, 0.5F}});
+  CHECK(batches[1].size() == 2);
+  CHECK(batches[2].size() == 1);
+  CHECK_THROWS_MATCHES(
+      batches[0][&Reading::unlisted], dpipe::InvalidArgument,
+      Catch::Message("Columns<dpipe_test::Reading>: the member is not one of the fields dpipe_test::Reading declares "
+                     "with DPIPE_FIELDS"));
+}
+
 TEST_CASE("map_batches: battery / the last short batch is processed too", "[iter][map_batches][battery]") {
   const auto make = [] {
     return iter::from(range(7)).map_batches(

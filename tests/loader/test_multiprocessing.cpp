@@ -337,6 +337,13 @@ void check_crossing(Make make, std::size_t queue_bytes = std::size_t{1} << 20) {
 }
 
 TEST_CASE("MultiProcessing: every covered element type crosses / long elements in parts", "[mp][serialization]") {
+  check_crossing<dpipe::Columns<Sample>>([](int i) {
+    dpipe::Columns<Sample> batch;
+    batch.get<0>() = {"a" + std::to_string(i), "b"};
+    batch.get<1>() = {{static_cast<float>(i)}, {}};
+    batch.get<2>() = {i, -i};
+    return batch;
+  });
   check_crossing<double>([](int i) { return i * 0.5; });
   check_crossing<std::string>(
       [](int i) { return std::string(static_cast<std::size_t>(i) * 3, 'a' + static_cast<char>(i)); });

@@ -151,7 +151,8 @@ class IterPipe : public std::ranges::view_base {
   /// Reads ahead up to `buffer_size` elements on a background thread.
   [[nodiscard]] IterPipe<T> prefetch(std::size_t buffer_size = 10) const;
   /// Applies `fn` to each batch (torchdata's Collator); `collate()` turns a vector of tuples
-  /// (or pairs) into a tuple (or pair) of vectors.
+  /// (or pairs) into a tuple (or pair) of vectors, and a vector of a DPIPE_FIELDS struct S into a
+  /// Columns<S> (a vector per field).
   template <map_fn<T> F>
   [[nodiscard]] IterPipe<map_result_t<F, T>> collate(F fn, OnError on_error = OnError::raise()) const;
   template <class U = T>

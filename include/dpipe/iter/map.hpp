@@ -54,7 +54,8 @@ template <class F>
   return PipeAdaptor{[fn = std::move(fn), on_error](const auto& source) { return source.collate(fn, on_error); }};
 }
 
-/// `src | iter::collate()`: a batch of tuples (or pairs) becomes a tuple (or pair) of vectors.
+/// `src | iter::collate()`: a batch of tuples (or pairs) becomes a tuple (or pair) of vectors, a
+/// batch of a DPIPE_FIELDS struct S a Columns<S>.
 [[nodiscard]] inline auto collate(OnError on_error = OnError::raise()) {
   return PipeAdaptor{[on_error](const auto& source) { return source.collate(on_error); }};
 }

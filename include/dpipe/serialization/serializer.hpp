@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/fields.hpp>
 #include <dpipe/core/type_name.hpp>
 
 namespace dpipe {
@@ -163,13 +164,6 @@ template <class T>
 struct is_std_serialized<std::optional<T>> : std::true_type {};
 template <class... Ts>
 struct is_std_serialized<std::variant<Ts...>> : std::true_type {};
-
-/// Types that list their fields with DPIPE_FIELDS.
-template <class T>
-concept has_dpipe_fields = requires(T& value, const T& constant) {
-  value.dpipe_fields();
-  constant.dpipe_fields();
-};
 
 /// Smallest number of bytes an encoded T can take (used to reject impossible counts).
 template <class T>
@@ -413,7 +407,7 @@ struct Serializer<std::set<K, Compare, Alloc>> : detail::AssociativeSerializer<s
 // --- user types --------------------------------------------------------------------------------
 
 /// Types that declare DPIPE_FIELDS(...): encoded as the tuple of their fields, in order.
-template <detail::has_dpipe_fields T>
+template <has_fields T>
 requires std::is_default_constructible_v<T>
 struct Serializer<T> {
   static void write(ByteWriter& writer, const T& value) {
@@ -430,7 +424,7 @@ struct Serializer<T> {
 
 /// Any other trivially copyable type: its object representation, byte for byte.
 template <class T>
-requires(std::is_trivially_copyable_v<T>&& std::is_class_v<T> && !detail::has_dpipe_fields<T> &&
+requires(std::is_trivially_copyable_v<T>&& std::is_class_v<T> && !has_fields<T> &&
          !detail::is_std_serialized<T>::value) struct Serializer<T> {
   static constexpr std::size_t kMinSize = sizeof(T);
   static void write(ByteWriter& writer, const T& value) { writer.write_bytes(&value, sizeof(T)); }

@@ -1,12 +1,15 @@
 #pragma once
 /// \file
 /// DefaultCollate: `collate()`'s default conversion (torchdata's default_collate, without tensors):
-/// a batch of tuples becomes a tuple of vectors, a batch of pairs a pair of vectors.
+/// a batch of tuples becomes a tuple of vectors, a batch of pairs a pair of vectors, and a batch of
+/// a DPIPE_FIELDS struct S a Columns<S> (a vector per field).
 
 #include <cstddef>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <dpipe/core/columns.hpp>
 
 namespace dpipe::detail {
 
@@ -26,6 +29,11 @@ struct DefaultCollate {
       result.second.push_back(std::move(second));
     }
     return result;
+  }
+
+  template <has_fields S>
+  Columns<S> operator()(std::vector<S> batch) const {
+    return Columns<S>(std::move(batch));
   }
 
  private:
