@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/random/python_random.hpp>
@@ -89,6 +90,36 @@ std::size_t PythonRandom::choose_index(const std::vector<double>& weights) {
   // bisect_right(cumulative, random() * total, 0, n - 1)
   const auto last = cumulative.end() - 1;
   return static_cast<std::size_t>(std::upper_bound(cumulative.begin(), last, random() * total) - cumulative.begin());
+}
+
+std::vector<std::size_t> PythonRandom::sample_indices(std::size_t n, std::size_t k) {
+  if (k > n) DPIPE_THROW(InvalidArgument, "Sample larger than population or is negative");
+  std::vector<std::size_t> result;
+  result.reserve(k);
+  // CPython picks the pool method when a list of n is smaller than a set of k (same arithmetic).
+  std::size_t set_size = 21;
+  if (k > 5) {
+    const double exponent = std::ceil(std::log(static_cast<double>(k * 3)) / std::log(4.0));
+    set_size += static_cast<std::size_t>(std::pow(4.0, exponent));
+  }
+  if (n <= set_size) {
+    std::vector<std::size_t> pool(n);
+    for (std::size_t i = 0; i < n; ++i) pool[i] = i;
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto j = static_cast<std::size_t>(randbelow(n - i));
+      result.push_back(pool[j]);
+      pool[j] = pool[n - i - 1];
+    }
+  } else {
+    std::unordered_set<std::size_t> selected;
+    for (std::size_t i = 0; i < k; ++i) {
+      auto j = static_cast<std::size_t>(randbelow(n));
+      while (selected.contains(j)) j = static_cast<std::size_t>(randbelow(n));
+      selected.insert(j);
+      result.push_back(j);
+    }
+  }
+  return result;
 }
 
 }  // namespace dpipe

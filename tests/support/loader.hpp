@@ -3,9 +3,11 @@
 // checkpoint support, and the replay-fallback check both reading services must pass.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -22,11 +24,12 @@ inline const std::string kStaleLoader =
     "may be caused multiple references to the same DataLoader2. For feedback regarding this single iterator per "
     "DataLoader2 constraint, feel free to comment on this issue: https://github.com/pytorch/data/issues/45.";
 
-/// Every element of the loader's next epoch.
-template <class T>
-std::vector<T> epoch(DataLoader2<T>& loader) {
-  std::vector<T> out;
-  for (auto& element : loader) out.push_back(element);
+/// Every element of the loader's next epoch, passed through `project` (which lets a test compare
+/// the values behind move-only elements).
+template <class T, class Project = std::identity>
+auto epoch(DataLoader2<T>& loader, const Project& project = {}) {
+  std::vector<std::remove_cvref_t<std::invoke_result_t<const Project&, T&>>> out;
+  for (auto& element : loader) out.push_back(project(element));
   return out;
 }
 
@@ -131,13 +134,13 @@ void check_checkpoint_after_failure(const Make& make) {
 /// The restore sweep (SPEC §9): for every position k of an epoch of `make()` (seeded 7), a loader
 /// restored from the state saved after k elements yields exactly the rest of the epoch, then the
 /// next epoch of the uninterrupted run; the loader that saved goes on undisturbed. Returns the
-/// uninterrupted first epoch.
-template <class Make>
-auto check_restore_sweep(const Make& make) {
+/// uninterrupted first epoch. Elements are compared through `project`.
+template <class Make, class Project = std::identity>
+auto check_restore_sweep(const Make& make, const Project& project = {}) {
   auto reference = make();
   reference.seed(7);
-  const auto first = epoch(reference);
-  const auto second = epoch(reference);
+  const auto first = epoch(reference, project);
+  const auto second = epoch(reference, project);
   using Element = typename decltype(first)::value_type;
   const auto rest_after = [&](std::size_t k) {
     return std::vector<Element>(first.begin() + static_cast<std::ptrdiff_t>(k), first.end());
@@ -155,18 +158,18 @@ auto check_restore_sweep(const Make& make) {
       state = loader.state_dict();
       if (k % 7 == 3) {
         std::vector<Element> rest;
-        for (; it != loader.end(); ++it) rest.push_back(*it);
+        for (; it != loader.end(); ++it) rest.push_back(project(*it));
         CHECK(rest == rest_after(k));
       }
     }  // the loader that saved is gone
     auto restored = make();
     restored.load_state_dict(state);
-    const auto rest = epoch(restored);
+    const auto rest = epoch(restored, project);
     if (k == first.size()) {
       CHECK(rest == second);  // saved after the epoch ended: the next iteration is the next epoch
     } else {
       CHECK(rest == rest_after(k));
-      CHECK(epoch(restored) == second);
+      CHECK(epoch(restored, project) == second);
     }
   }
   return first;

@@ -23,6 +23,14 @@ namespace dpipe {
 template <class T>
 concept element = std::is_object_v<T> && std::movable<T> && !std::is_const_v<T>;
 
+/// Element types of the nodes that hand out copies of an element: fork and unzip (every branch),
+/// repeat (the same element several times), in_memory_cache (replays what it kept) and
+/// zip_longest with fill values (a fill value for each exhausted input). A move-only element
+/// type, such as std::unique_ptr<T>, works with every other node; using one of these with it
+/// fails to compile naming this concept.
+template <class T>
+concept copyable_element = element<T> && std::copy_constructible<T>;
+
 /// Callables nodes store: copyable, because cloning a graph copies its nodes.
 template <class F>
 concept stored_callable = std::copy_constructible<F> && std::is_object_v<F>;

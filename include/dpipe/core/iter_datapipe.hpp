@@ -71,9 +71,9 @@ class IterDataPipeBase : public DataPipe {
 
  protected:
   explicit IterDataPipeBase(std::string name) : DataPipe(std::move(name)) {}
-  /// Copies the configuration; a copy does not count.
-  IterDataPipeBase(const IterDataPipeBase& other)
-      : DataPipe(other), iteration_(other.iteration_), continue_restored_(other.continue_restored_) {}
+  /// Copies the configuration; a copy does not count, and its next reset() starts a fresh
+  /// iteration even when the original was about to continue a restored one.
+  IterDataPipeBase(const IterDataPipeBase& other) : DataPipe(other), iteration_(other.iteration_) {}
 
   /// Adds one call's work to the counters (when counting).
   void count(std::uint64_t elements, std::chrono::steady_clock::time_point start) noexcept {

@@ -139,7 +139,7 @@ class IterPipe : public std::ranges::view_base {
   /// `n` pipes that each yield every element; a child may run ahead of the slowest by at most
   /// `buffer_size` elements.
   template <class U = T>
-  requires std::copy_constructible<U>
+  requires copyable_element<U>
   [[nodiscard]] std::vector<IterPipe<T>> fork(std::size_t n, std::size_t buffer_size = 1000) const;
   /// `n` pipes; element x goes to pipe `classifier(x)` (or is dropped when the classifier returns
   /// std::nullopt and `drop_none`).
@@ -167,28 +167,30 @@ class IterPipe : public std::ranges::view_base {
   template <class... Us>
   [[nodiscard]] IterPipe<std::tuple<std::optional<T>, std::optional<Us>...>> zip_longest(
       const IterPipe<Us>&... others) const;
-  /// Like zip_longest(others...), filling exhausted inputs with the matching element of `fill`.
+  /// Like zip_longest(others...), filling exhausted inputs with copies of the matching element of
+  /// `fill`.
   template <class... Us>
-  [[nodiscard]] IterPipe<std::tuple<T, Us...>> zip_longest(std::tuple<T, Us...> fill,
-                                                           const IterPipe<Us>&... others) const;
+  requires(copyable_element<T>&&...&& copyable_element<Us>)
+      [[nodiscard]] IterPipe<std::tuple<T, Us...>> zip_longest(std::tuple<T, Us...> fill,
+                                                               const IterPipe<Us>&... others) const;
   /// One element from each input in turn, skipping exhausted inputs, until all are exhausted.
   template <std::convertible_to<IterPipe<T>>... Ps>
   [[nodiscard]] IterPipe<T> mux_longest(const Ps&... others) const;
   /// One pipe per tuple element (torchdata's UnZipper over a fork buffer).
   template <class U = T>
-  requires is_tuple_like<U>
-  [[nodiscard]] auto unzip(std::size_t buffer_size = 1000) const;
+  requires(is_tuple_like<U>&& copyable_element<U>) [[nodiscard]] auto unzip(std::size_t buffer_size = 1000) const;
   /// `n` pipes; pipe i yields element i of each sequence, leaving out `columns_to_skip`.
   template <class U = T>
-  requires(is_vector<U> || is_std_array<U>) [[nodiscard]] std::vector<IterPipe<range_element_t<U>>> unzip(
-      std::size_t n, std::size_t buffer_size = 1000, const std::vector<std::size_t>& columns_to_skip = {}) const;
+  requires((is_vector<U> || is_std_array<U>)&&copyable_element<U>)
+      [[nodiscard]] std::vector<IterPipe<range_element_t<U>>> unzip(
+          std::size_t n, std::size_t buffer_size = 1000, const std::vector<std::size_t>& columns_to_skip = {}) const;
   /// Yields each element `times` times in a row.
   template <class U = T>
-  requires std::copy_constructible<U>
+  requires copyable_element<U>
   [[nodiscard]] IterPipe<T> repeat(std::size_t times) const;
   /// Keeps the first complete iteration in memory (at most `capacity` elements) and replays it.
   template <class U = T>
-  requires std::copy_constructible<U>
+  requires copyable_element<U>
   [[nodiscard]] IterPipe<T> in_memory_cache(std::optional<std::size_t> capacity = std::nullopt) const;
   /// Groups elements by `key_fn` (see GroupByOptions).
   template <key_fn<T> F>
@@ -203,8 +205,6 @@ class IterPipe : public std::ranges::view_base {
   [[nodiscard]] IterPipe<T> in_batch_shuffle() const;
   /// Batches of `batch_size` drawn from shuffled buckets (torchdata's BucketBatcher); `sort_key`
   /// orders each bucket.
-  template <class U = T>
-  requires std::copy_constructible<U>
   [[nodiscard]] IterPipe<std::vector<T>> bucketbatch(std::size_t batch_size, bool drop_last = false,
                                                      std::size_t batch_num = 100, std::size_t bucket_num = 1,
                                                      std::function<std::vector<T>(std::vector<T>)> sort_key = nullptr,

@@ -20,11 +20,10 @@
 namespace dpipe {
 
 template <class T>
-template <class U>
-requires std::copy_constructible<U> IterPipe<std::vector<T>> IterPipe<T>::bucketbatch(
-    std::size_t batch_size, bool drop_last, std::size_t batch_num, std::size_t bucket_num,
-    std::function<std::vector<T>(std::vector<T>)> sort_key, bool use_in_batch_shuffle)
-const {
+IterPipe<std::vector<T>> IterPipe<T>::bucketbatch(std::size_t batch_size, bool drop_last, std::size_t batch_num,
+                                                  std::size_t bucket_num,
+                                                  std::function<std::vector<T>(std::vector<T>)> sort_key,
+                                                  bool use_in_batch_shuffle) const {
   detail::require_batch_size(batch_size);
   if (batch_num == 0) DPIPE_THROW(InvalidArgument, "Number of batches is required to be larger than 0!");
   if (bucket_num == 0) DPIPE_THROW(InvalidArgument, "Number of buckets is required to be larger than 0!");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <dpipe/core/detail/buffered_elements.hpp>
+#include <dpipe/core/detail/iteration_local.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/logging.hpp>
@@ -104,7 +105,7 @@ class Demultiplexer final : public detail::SharedBuffer {
   /// The next element for child `child`.
   std::optional<T> next_for(std::size_t child) {
     check_child(child);
-    auto& own = buffers_[child];
+    auto& own = *buffers_[child];
     if (!own.empty()) {
       std::optional<T> element(std::in_place, std::move(own.front()));
       own.pop_front();
@@ -126,7 +127,7 @@ class Demultiplexer final : public detail::SharedBuffer {
                     "child {} is not being read; raise buffer_size or read the children more evenly)",
                     buffer_size_, label(), *target);
       }
-      buffers_[*target].push_back(std::move(*element));
+      buffers_[*target]->push_back(std::move(*element));
       ++buffered_;
     }
     return std::nullopt;
@@ -141,7 +142,7 @@ class Demultiplexer final : public detail::SharedBuffer {
     writer.write("source_ended", source_ended_);
     router_.save(writer);
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
-      detail::write_elements<T>(writer, "buffer" + std::to_string(i), *this, buffers_[i]);
+      detail::write_elements<T>(writer, "buffer" + std::to_string(i), *this, *buffers_[i]);
     }
     return true;
   }
@@ -152,7 +153,7 @@ class Demultiplexer final : public detail::SharedBuffer {
     router_.load(reader);
     buffered_ = 0;
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
-      auto& buffer = buffers_[i];
+      auto& buffer = *buffers_[i];
       auto elements = detail::read_elements<T>(reader, "buffer" + std::to_string(i), *this);
       buffered_ += elements.size();
       buffer.assign(std::make_move_iterator(elements.begin()), std::make_move_iterator(elements.end()));
@@ -163,7 +164,7 @@ class Demultiplexer final : public detail::SharedBuffer {
 
  protected:
   void restart() override {
-    for (auto& buffer : buffers_) buffer.clear();
+    for (auto& buffer : buffers_) buffer->clear();
     buffered_ = 0;
     source_ended_ = false;
     router_.restart();
@@ -176,7 +177,7 @@ class Demultiplexer final : public detail::SharedBuffer {
   Input<T> source_;
   Router router_;
   std::size_t buffer_size_;
-  std::vector<std::deque<T>> buffers_;
+  std::vector<detail::IterationLocal<std::deque<T>>> buffers_;  // one per child
   std::size_t buffered_ = 0;
   bool source_ended_ = false;
 };

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/iteration_local.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -47,10 +48,10 @@ class Enumerator final : public IterDataPipe<std::pair<std::int64_t, T>> {
   }
 
   std::size_t pull_impl(std::vector<Pair>& out, std::size_t n) override {
-    staging_.clear();
-    const std::size_t got = source_.pull(staging_, n);
-    for (auto& element : staging_) out.emplace_back(next_index_++, std::move(element));
-    staging_.clear();
+    staging_->clear();
+    const std::size_t got = source_.pull(*staging_, n);
+    for (auto& element : *staging_) out.emplace_back(next_index_++, std::move(element));
+    staging_->clear();
     return got;
   }
 
@@ -60,7 +61,7 @@ class Enumerator final : public IterDataPipe<std::pair<std::int64_t, T>> {
   Input<T> source_;
   std::int64_t start_;
   std::int64_t next_index_;
-  std::vector<T> staging_;
+  detail::IterationLocal<std::vector<T>> staging_;
 };
 
 }  // namespace dpipe::iter

@@ -14,6 +14,7 @@
 #include <dpipe/core/detail/functional.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/iter/detail/append_results.hpp>
 #include <dpipe/iter/detail/expanding.hpp>
 #include <dpipe/iter/skip_on_error.hpp>
 
@@ -22,7 +23,6 @@ namespace dpipe::iter {
 template <class T, flatmap_fn<T> F>
 class FlatMapper final : public detail::ExpandingPipe<flatmap_result_t<F, T>, FlatMapper<T, F>> {
   using E = flatmap_result_t<F, T>;
-  using R = map_result_t<F, T>;
   using Base = detail::ExpandingPipe<E, FlatMapper>;
   friend Base;
 
@@ -42,12 +42,7 @@ class FlatMapper final : public detail::ExpandingPipe<flatmap_result_t<F, T>, Fl
   bool expand(std::vector<E>& run) {
     auto element = source_.next();
     if (!element) return false;
-    if constexpr (std::same_as<R, std::vector<E>>) {
-      run = fn_(std::move(*element));
-    } else {
-      auto&& range = fn_(std::move(*element));
-      for (auto&& item : range) run.push_back(std::forward<decltype(item)>(item));
-    }
+    detail::append_results(run, fn_, std::move(*element));
     return true;
   }
 

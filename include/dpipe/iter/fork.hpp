@@ -134,7 +134,7 @@ namespace dpipe {
 
 template <class T>
 template <class U>
-requires std::copy_constructible<U> std::vector<IterPipe<T>> IterPipe<T>::fork(std::size_t n, std::size_t buffer_size)
+requires copyable_element<U> std::vector<IterPipe<T>> IterPipe<T>::fork(std::size_t n, std::size_t buffer_size)
 const {
   detail::require_instances(n);
   if (n == 1) return {*this};

@@ -25,15 +25,35 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/fusion.hpp>
 
+namespace dpipe::detail {
+
+/// How iter::from iterates the range it keeps: as const when it can (then the range is shared).
+template <class R>
+using kept_range_t = std::conditional_t<any_input_range<const R>, const R, R>;
+
+/// What iterating the kept range yields.
+template <class R>
+using kept_reference_t = decltype(*RangeAccess<kept_range_t<R>>::begin(std::declval<kept_range_t<R>&>()));
+
+}  // namespace dpipe::detail
+
 namespace dpipe::iter {
+
+/// Ranges `iter::from` accepts: it makes each element it yields from what the range's iterator
+/// yields, and keeps the range for the next epoch. A container of copyable elements, a view that
+/// makes its values (iota, transform) or a single-pass range qualifies; a container of move-only
+/// elements does not (make those elements in a map after the source instead).
+template <class R>
+concept from_range =
+    source_range<R> && std::constructible_from<range_element_t<R>, detail::kept_reference_t<std::remove_cvref_t<R>>>;
 
 /// Yields the elements of a range. Checkpoint state: the position (restore is O(1) for
 /// random-access ranges, a walk over the skipped elements otherwise).
 template <source_range R>
 class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
   using T = range_element_t<R>;
-  static constexpr bool kShared = any_input_range<const R>;
-  using Viewed = std::conditional_t<kShared, const R, R>;
+  using Viewed = detail::kept_range_t<R>;
+  static constexpr bool kShared = std::is_const_v<Viewed>;
   using Access = detail::RangeAccess<Viewed>;
   using Iterator = typename Access::iterator;
   using Storage = std::conditional_t<kShared, std::shared_ptr<const R>, R>;
@@ -179,7 +199,7 @@ class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
 
 /// A source over `range` (see IterableWrapper). Returns an IterPipe<range_element_t<R>> (a handle
 /// whose maps and filters run as one loop with the source: see iter/detail/fusion.hpp).
-template <source_range R>
+template <from_range R>
 [[nodiscard]] auto from(R&& range) {
   using Node = IterableWrapper<std::remove_cvref_t<R>>;
   return detail::ElementwisePipe<Node, range_element_t<R>>(make_iter<Node>(std::forward<R>(range)));

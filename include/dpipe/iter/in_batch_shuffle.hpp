@@ -57,7 +57,13 @@ class InBatchShuffler final : public IterDataPipe<std::vector<E>>, public Shuffl
   std::optional<std::vector<E>> next_impl() override {
     auto batch = source_.next();
     if (!batch || !enabled_) return batch;
-    return rng_.sample(*batch, batch->size());
+    // random.sample(batch, len(batch)), moving the elements instead of copying them.
+    std::vector<E> shuffled;
+    shuffled.reserve(batch->size());
+    for (const std::size_t i : rng_.sample_indices(batch->size(), batch->size())) {
+      shuffled.push_back(std::move((*batch)[i]));
+    }
+    return shuffled;
   }
 
   [[nodiscard]] std::optional<std::size_t> length_impl() const override { return source_.length(); }

@@ -150,7 +150,7 @@ namespace dpipe {
 
 template <class T>
 template <class U>
-requires std::copy_constructible<U> IterPipe<T> IterPipe<T>::in_memory_cache(std::optional<std::size_t> capacity)
+requires copyable_element<U> IterPipe<T> IterPipe<T>::in_memory_cache(std::optional<std::size_t> capacity)
 const { return make_iter<iter::InMemoryCacheHolder<T>>(*this, capacity); }
 
 }  // namespace dpipe

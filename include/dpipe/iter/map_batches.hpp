@@ -13,6 +13,7 @@
 #include <dpipe/core/detail/checks.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/iter/detail/append_results.hpp>
 #include <dpipe/iter/detail/expanding.hpp>
 
 namespace dpipe::iter {
@@ -41,8 +42,7 @@ class BatchMapper final : public detail::ExpandingPipe<batch_fn_result_t<F, T>, 
     std::vector<T> batch;
     batch.reserve(batch_size_);
     if (source_.pull(batch, batch_size_) == 0) return false;
-    auto&& produced = fn_(std::move(batch));
-    for (auto&& output : produced) run.push_back(std::forward<decltype(output)>(output));
+    detail::append_results(run, fn_, std::move(batch));
     return true;
   }
 

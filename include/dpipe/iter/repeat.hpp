@@ -81,7 +81,7 @@ namespace dpipe {
 
 template <class T>
 template <class U>
-requires std::copy_constructible<U> IterPipe<T> IterPipe<T>::repeat(std::size_t times)
+requires copyable_element<U> IterPipe<T> IterPipe<T>::repeat(std::size_t times)
 const { return make_iter<iter::Repeater<T>>(*this, times); }
 
 }  // namespace dpipe

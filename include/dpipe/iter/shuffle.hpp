@@ -14,6 +14,7 @@
 
 #include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/detail/buffered_elements.hpp>
+#include <dpipe/core/detail/iteration_local.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/core/typed_op.hpp>
@@ -51,11 +52,11 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
     writer.write("rng", rng_);
     // The buffer in its current order (without the positions already drained).
     std::vector<std::size_t> kept;
-    for (std::size_t i = 0; i < buffer_.size(); ++i) {
+    for (std::size_t i = 0; i < buffer_->size(); ++i) {
       if (!draining_ || !drain_.taken(i)) kept.push_back(i);
     }
     detail::write_elements<T>(writer, "buffer", *this,
-                              std::views::transform(kept, [this](std::size_t i) -> const T& { return buffer_[i]; }));
+                              std::views::transform(kept, [this](std::size_t i) -> const T& { return (*buffer_)[i]; }));
     return true;
   }
   void load_state(const StateReader& reader) override {
@@ -64,16 +65,16 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
     draining_ = reader.read<bool>("draining");
     rng_ = reader.read<PythonRandom>("rng");
     buffer_ = detail::read_elements<T>(reader, "buffer", *this);
-    if (buffer_.size() > buffer_size_) {
+    if (buffer_->size() > buffer_size_) {
       DPIPE_THROW(StateError, "{}: the saved buffer holds {} elements, more than buffer_size {}", this->label(),
-                  buffer_.size(), buffer_size_);
+                  buffer_->size(), buffer_size_);
     }
-    if (draining_) drain_.assign(buffer_.size());
+    if (draining_) drain_.assign(buffer_->size());
   }
 
  protected:
   void reset_impl() override {
-    buffer_.clear();
+    buffer_->clear();
     draining_ = false;
     drain_.assign(0);
     if (enabled_) {
@@ -91,8 +92,8 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
         start_draining();
         break;
       }
-      if (buffer_.size() == buffer_size_) return exchange(std::move(*element));
-      buffer_.push_back(std::move(*element));
+      if (buffer_->size() == buffer_size_) return exchange(std::move(*element));
+      buffer_->push_back(std::move(*element));
     }
     return drain_one();
   }
@@ -106,18 +107,18 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
         if (!element) break;
         out.push_back(std::move(*element));
         ++produced;
-      } else if (buffer_.size() < buffer_size_) {
+      } else if (buffer_->size() < buffer_size_) {
         // Filling: these reads produce no output, so they cannot read ahead of it.
-        const std::size_t wanted = buffer_size_ - buffer_.size();
-        if (source_.pull(buffer_, wanted) < wanted) start_draining();
+        const std::size_t wanted = buffer_size_ - buffer_->size();
+        if (source_.pull(*buffer_, wanted) < wanted) start_draining();
       } else {
         // Full: each element read yields exactly one element, so read only what is still wanted.
-        staging_.clear();
+        staging_->clear();
         const std::size_t wanted = n - produced;
-        const std::size_t got = source_.pull(staging_, wanted);
-        for (auto& element : staging_) out.push_back(exchange(std::move(element)));
+        const std::size_t got = source_.pull(*staging_, wanted);
+        for (auto& element : *staging_) out.push_back(exchange(std::move(element)));
         produced += got;
-        staging_.clear();
+        staging_->clear();
         if (got < wanted) start_draining();
       }
     }
@@ -128,25 +129,25 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
 
  private:
   T exchange(T incoming) {
-    const auto index = static_cast<std::size_t>(rng_.randint(0, static_cast<std::int64_t>(buffer_.size()) - 1));
-    T outgoing = std::move(buffer_[index]);
-    buffer_[index] = std::move(incoming);
+    const auto index = static_cast<std::size_t>(rng_.randint(0, static_cast<std::int64_t>(buffer_->size()) - 1));
+    T outgoing = std::move((*buffer_)[index]);
+    (*buffer_)[index] = std::move(incoming);
     return outgoing;
   }
 
   void start_draining() {
     draining_ = true;
-    drain_.assign(buffer_.size());
+    drain_.assign(buffer_->size());
   }
 
   /// torchdata's `buffer.pop(randint(0, len - 1))`, without moving the elements.
   std::optional<T> drain_one() {
     if (drain_.remaining() == 0) {
-      buffer_.clear();
+      buffer_->clear();
       return std::nullopt;
     }
     const auto k = static_cast<std::size_t>(rng_.randint(0, static_cast<std::int64_t>(drain_.remaining()) - 1));
-    return std::optional<T>(std::in_place, std::move(buffer_[drain_.take(k)]));
+    return std::optional<T>(std::in_place, std::move((*buffer_)[drain_.take(k)]));
   }
 
   Input<T> source_;
@@ -154,10 +155,10 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
   bool enabled_ = true;
   std::optional<std::uint64_t> pending_seed_;
   PythonRandom rng_;
-  std::vector<T> buffer_;
+  detail::IterationLocal<std::vector<T>> buffer_;
   bool draining_ = false;     // the source ended: the buffer is being drained
   detail::DrainOrder drain_;  // while draining, which buffer positions are left
-  std::vector<T> staging_;
+  detail::IterationLocal<std::vector<T>> staging_;
 };
 
 }  // namespace dpipe::iter

@@ -15,10 +15,12 @@
 #include <vector>
 
 #include <dpipe/core/detail/element_skipper.hpp>
+#include <dpipe/core/detail/iteration_local.hpp>
 #include <dpipe/core/detail/pending.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/iter/detail/append_results.hpp>
 
 namespace dpipe::iter {
 
@@ -45,8 +47,7 @@ struct FlatMapStep {
   F fn;
   template <class T, class U>
   void operator()(T&& element, std::vector<U>& out) {
-    auto&& range = fn(std::forward<T>(element));
-    for (auto&& item : range) out.push_back(std::forward<decltype(item)>(item));
+    detail::append_results(out, fn, std::forward<T>(element));
   }
 };
 
@@ -86,9 +87,9 @@ class SkipOnError final : public IterDataPipe<U> {
   }
 
   std::optional<U> next_impl() override {
-    single_.clear();
-    if (pull_impl(single_, 1) == 0) return std::nullopt;
-    return std::optional<U>(std::move(single_.front()));
+    single_->clear();
+    if (pull_impl(*single_, 1) == 0) return std::nullopt;
+    return std::optional<U>(std::move(single_->front()));
   }
 
   std::size_t pull_impl(std::vector<U>& out, std::size_t n) override {
@@ -96,16 +97,16 @@ class SkipOnError final : public IterDataPipe<U> {
     pending_.take_into(out, n);
     while (out.size() - first < n) {
       const std::size_t wanted = std::min(n - (out.size() - first), kMaxRead);
-      staging_.clear();
+      staging_->clear();
       std::size_t got = 0;
       std::exception_ptr upstream_failure;
       try {
-        got = source_.pull(staging_, wanted);
+        got = source_.pull(*staging_, wanted);
       } catch (...) {
         upstream_failure = std::current_exception();  // what it appended before failing comes first
       }
-      for (auto& element : staging_) apply(std::move(element), out);
-      staging_.clear();
+      for (auto& element : *staging_) apply(std::move(element), out);
+      staging_->clear();
       if (upstream_failure) std::rethrow_exception(upstream_failure);
       if (got < wanted) break;
     }
@@ -137,10 +138,10 @@ class SkipOnError final : public IterDataPipe<U> {
   Input<T> source_;
   Step step_;
   detail::ElementSkipper skipper_;
-  std::uint64_t index_ = 0;     // input elements of this epoch the step has been applied to
-  detail::Pending<U> pending_;  // outputs beyond the last request
-  std::vector<T> staging_;      // reused between pulls; empty between calls
-  std::vector<U> single_;       // next_impl's buffer
+  std::uint64_t index_ = 0;                         // input elements of this epoch the step has been applied to
+  detail::Pending<U> pending_;                      // outputs beyond the last request
+  detail::IterationLocal<std::vector<T>> staging_;  // reused between pulls; empty between calls
+  detail::IterationLocal<std::vector<U>> single_;   // next_impl's buffer
 };
 
 /// A SkipOnError node applying `step` to `source`'s elements under `policy`, named `name`.

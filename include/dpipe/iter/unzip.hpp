@@ -41,8 +41,7 @@ auto tuple_children(const std::shared_ptr<Container>& container, std::index_sequ
 
 template <class T>
 template <class U>
-requires is_tuple_like<U>
-auto IterPipe<T>::unzip(std::size_t buffer_size) const {
+requires(is_tuple_like<U>&& copyable_element<U>) auto IterPipe<T>::unzip(std::size_t buffer_size) const {
   constexpr std::size_t kColumns = std::tuple_size_v<T>;
   using Container = iter::Forker<T>;
   auto container = std::make_shared<Container>(*this, kColumns, buffer_size, std::string(Container::kUnzipName));
@@ -51,8 +50,9 @@ auto IterPipe<T>::unzip(std::size_t buffer_size) const {
 
 template <class T>
 template <class U>
-requires(is_vector<U> || is_std_array<U>) std::vector<IterPipe<range_element_t<U>>> IterPipe<T>::unzip(
-    std::size_t n, std::size_t buffer_size, const std::vector<std::size_t>& columns_to_skip)
+requires((is_vector<U> || is_std_array<U>)&&copyable_element<U>)
+    std::vector<IterPipe<range_element_t<U>>> IterPipe<T>::unzip(std::size_t n, std::size_t buffer_size,
+                                                                 const std::vector<std::size_t>& columns_to_skip)
 const {
   std::vector<std::size_t> columns;
   for (std::size_t column = 0; column < n; ++column) {

@@ -19,18 +19,38 @@
 
 namespace dpipe::iter {
 
-/// Yields std::tuple<Vs...>, where each V is T or std::optional<T> for the matching input.
-template <class Fill, class... Ts>
-class ZipperLongest;
+/// The fill of zip_longest(others...): an exhausted input gives std::nullopt. Storing no value
+/// keeps the node clonable when the elements are move-only.
+struct NoFill {};
 
-template <class... Vs, class... Ts>
-class ZipperLongest<std::tuple<Vs...>, Ts...> final : public IterDataPipe<std::tuple<Vs...>> {
-  using Tuple = std::tuple<Vs...>;
+}  // namespace dpipe::iter
+
+namespace dpipe::detail {
+
+/// The element type of a ZipperLongest<Fill, Ts...>.
+template <class Fill, class... Ts>
+struct zip_longest_tuple {
+  using type = Fill;
+};
+template <class... Ts>
+struct zip_longest_tuple<iter::NoFill, Ts...> {
+  using type = std::tuple<std::optional<Ts>...>;
+};
+
+}  // namespace dpipe::detail
+
+namespace dpipe::iter {
+
+/// Yields std::tuple<std::optional<Ts>...> with NoFill, else `Fill` (a std::tuple of plain
+/// elements, one per input, copied for each input once it is exhausted).
+template <class Fill, class... Ts>
+class ZipperLongest final : public IterDataPipe<typename detail::zip_longest_tuple<Fill, Ts...>::type> {
+  using Tuple = typename detail::zip_longest_tuple<Fill, Ts...>::type;
 
  public:
   static constexpr std::string_view kName = "zip_longest";
 
-  ZipperLongest(Tuple fill, const IterPipe<Ts>&... sources)
+  ZipperLongest(Fill fill, const IterPipe<Ts>&... sources)
       : IterDataPipe<Tuple>(std::string(kName)), sources_(Input<Ts>(sources.ptr())...), fill_(std::move(fill)) {}
 
   void for_each_input(const InputVisitor& visit) override { detail::visit_all(sources_, visit); }
@@ -63,23 +83,28 @@ class ZipperLongest<std::tuple<Vs...>, Ts...> final : public IterDataPipe<std::t
   template <std::size_t... I>
   std::optional<Tuple> next_tuple(std::index_sequence<I...>) {
     // Braced initialization reads the inputs left to right.
-    std::tuple<std::optional<Vs>...> values{read<I>()...};
+    std::tuple<std::optional<std::tuple_element_t<I, Tuple>>...> values{read<I>()...};
     if ((exhausted_[I] && ...)) return std::nullopt;  // all exhausted: no all-fill tuple
     return std::optional<Tuple>(std::in_place, std::move(*std::get<I>(values))...);
   }
 
-  /// Input I's next element as a V, or its fill value once it is exhausted.
+  /// Input I's next element as a tuple element, or its fill value once it is exhausted.
   template <std::size_t I>
   std::optional<std::tuple_element_t<I, Tuple>> read() {
+    using Value = std::tuple_element_t<I, Tuple>;
     if (!exhausted_[I]) {
-      if (auto element = std::get<I>(sources_).next()) return std::tuple_element_t<I, Tuple>(std::move(*element));
+      if (auto element = std::get<I>(sources_).next()) return Value(std::move(*element));
       exhausted_[I] = true;
     }
-    return std::get<I>(fill_);
+    if constexpr (std::is_same_v<Fill, NoFill>) {
+      return std::optional<Value>(std::in_place);  // an empty std::optional
+    } else {
+      return std::get<I>(fill_);
+    }
   }
 
   std::tuple<Input<Ts>...> sources_;
-  Tuple fill_;
+  [[no_unique_address]] Fill fill_;
   std::array<bool, sizeof...(Ts)> exhausted_{};
 };
 
@@ -91,16 +116,14 @@ template <class T>
 template <class... Us>
 IterPipe<std::tuple<std::optional<T>, std::optional<Us>...>> IterPipe<T>::zip_longest(
     const IterPipe<Us>&... others) const {
-  using Tuple = std::tuple<std::optional<T>, std::optional<Us>...>;
-  return make_iter<iter::ZipperLongest<Tuple, T, Us...>>(Tuple{}, *this, others...);
+  return make_iter<iter::ZipperLongest<iter::NoFill, T, Us...>>(iter::NoFill{}, *this, others...);
 }
 
 template <class T>
 template <class... Us>
-IterPipe<std::tuple<T, Us...>> IterPipe<T>::zip_longest(std::tuple<T, Us...> fill,
-                                                        const IterPipe<Us>&... others) const {
-  return make_iter<iter::ZipperLongest<std::tuple<T, Us...>, T, Us...>>(std::move(fill), *this, others...);
-}
+requires(copyable_element<T>&&...&& copyable_element<Us>) IterPipe<std::tuple<T, Us...>> IterPipe<T>::zip_longest(
+    std::tuple<T, Us...> fill, const IterPipe<Us>&... others)
+const { return make_iter<iter::ZipperLongest<std::tuple<T, Us...>, T, Us...>>(std::move(fill), *this, others...); }
 
 }  // namespace dpipe
 

@@ -6,9 +6,7 @@
 
 #include <array>
 #include <bit>
-#include <cmath>
 #include <cstdint>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -65,6 +63,9 @@ class PythonRandom {
   /// REQUIRES: k <= population.size().
   template <class T>
   std::vector<T> sample(const std::vector<T>& population, std::size_t k);
+  /// The positions random.sample(range(n), k) picks, in its selection order (sample() without the
+  /// copies, for move-only elements). REQUIRES: k <= n.
+  std::vector<std::size_t> sample_indices(std::size_t n, std::size_t k);
 
   friend bool operator==(const PythonRandom&, const PythonRandom&) = default;
 
@@ -86,32 +87,9 @@ class PythonRandom {
 
 template <class T>
 std::vector<T> PythonRandom::sample(const std::vector<T>& population, std::size_t k) {
-  const std::size_t n = population.size();
   std::vector<T> result;
   result.reserve(k);
-  // CPython picks the pool method when a list of n is smaller than a set of k (same arithmetic).
-  std::size_t set_size = 21;
-  if (k > 5) {
-    const double exponent = std::ceil(std::log(static_cast<double>(k * 3)) / std::log(4.0));
-    set_size += static_cast<std::size_t>(std::pow(4.0, exponent));
-  }
-  if (n <= set_size) {
-    std::vector<std::size_t> pool(n);
-    for (std::size_t i = 0; i < n; ++i) pool[i] = i;
-    for (std::size_t i = 0; i < k; ++i) {
-      const auto j = static_cast<std::size_t>(randbelow(n - i));
-      result.push_back(population[pool[j]]);
-      pool[j] = pool[n - i - 1];
-    }
-  } else {
-    std::unordered_set<std::size_t> selected;
-    for (std::size_t i = 0; i < k; ++i) {
-      auto j = static_cast<std::size_t>(randbelow(n));
-      while (selected.contains(j)) j = static_cast<std::size_t>(randbelow(n));
-      selected.insert(j);
-      result.push_back(population[j]);
-    }
-  }
+  for (const std::size_t i : sample_indices(population.size(), k)) result.push_back(population[i]);
   return result;
 }
 

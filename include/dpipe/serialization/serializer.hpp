@@ -4,9 +4,9 @@
 /// checkpoints (and, in the multiprocessing reading service, for crossing a process boundary).
 ///
 /// Covered without user code: arithmetic types and enums, std::string, std::vector, std::array,
-/// std::pair, std::tuple, std::optional, std::variant, std::map, std::unordered_map, std::set,
-/// and trivially copyable structs (copied byte for byte: do not rely on this for structs holding
-/// pointers). A user type opts in with one declaration inside the type,
+/// std::pair, std::tuple, std::optional, std::unique_ptr, std::variant, std::map,
+/// std::unordered_map, std::set, and trivially copyable structs (copied byte for byte: do not
+/// rely on this for structs holding pointers). A user type opts in with one declaration inside the type,
 ///
 ///     struct Sample { std::string path; std::vector<float> pixels; int label;
 ///                     DPIPE_FIELDS(path, pixels, label) };
@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -344,6 +345,21 @@ struct Serializer<std::optional<T>> {
   static std::optional<T> read(ByteReader& reader) {
     if (!reader.read<bool>()) return std::nullopt;
     return reader.read<T>();
+  }
+};
+
+/// An owned object, or null. The pointee is encoded as a T: a pointer to a polymorphic base would
+/// lose its derived part, so those need a Serializer of their own.
+template <serializable T>
+requires(!std::is_polymorphic_v<T> || std::is_final_v<T>) struct Serializer<std::unique_ptr<T>> {
+  static constexpr std::size_t kMinSize = 1;
+  static void write(ByteWriter& writer, const std::unique_ptr<T>& value) {
+    writer.write(value != nullptr);
+    if (value) writer.write(*value);
+  }
+  static std::unique_ptr<T> read(ByteReader& reader) {
+    if (!reader.read<bool>()) return nullptr;
+    return std::make_unique<T>(reader.read<T>());
   }
 };
 

@@ -14,10 +14,22 @@
 
 namespace dpipe::detail {
 
-/// A queue of elements consumed front to back. Thread-safety: none.
+/// A queue of elements consumed front to back. A copy is empty: the queue belongs to one
+/// iteration and a cloned node starts a fresh one, so a node holding move-only elements stays
+/// clonable. Thread-safety: none.
 template <class T>
 class Pending {
  public:
+  Pending() = default;
+  Pending(const Pending& /*other*/) noexcept {}
+  Pending(Pending&&) noexcept = default;
+  Pending& operator=(const Pending& other) {
+    if (this != &other) clear();
+    return *this;
+  }
+  Pending& operator=(Pending&&) noexcept = default;
+  ~Pending() = default;
+
   [[nodiscard]] bool empty() const noexcept { return next_ == elements_.size(); }
   [[nodiscard]] std::size_t size() const noexcept { return elements_.size() - next_; }
 
