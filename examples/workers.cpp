@@ -1,7 +1,8 @@
 // MultiProcessingReadingService beyond the defaults: options and worker hooks, random
 // augmentations that stay reproducible, a dispatching process, what a failing worker looks like,
-// and a picture of the split graph.
+// a picture of the split graph, the length of an epoch and progress reports.
 
+#include <chrono>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
@@ -98,6 +99,30 @@ int main() {
       std::printf("after %d elements: %s\n", received, error.what());
     }
     // [errors]
+  }
+  {
+    // [epoch_length]
+    // 100 ids in batches of 32: in process 32 32 32 4, while each of 3 workers batches its own
+    // share of 34, 33 or 33 ids into a full batch and a short one.
+    auto pipeline = dpipe::iter::from(ids(100)).shuffle().sharding_filter().batch(32);
+    dpipe::DataLoader2<std::vector<int>> in_process(pipeline);
+    dpipe::DataLoader2<std::vector<int>> three_workers(pipeline,
+                                                       dpipe::MultiProcessingReadingService({.num_workers = 3}));
+    std::printf("batches per epoch: %zu in process, %zu with 3 workers\n", in_process.epoch_length().value_or(0),
+                three_workers.epoch_length().value_or(0));
+    // [epoch_length]
+    // [progress]
+    dpipe::ProgressOptions progress;
+    progress.interval = std::chrono::seconds(30);  // a report every 30 s, and one at the end of each epoch
+    progress.on_report = [](const dpipe::ProgressReport& report) {  // without one: a log line at info level
+      if (report.epoch_ended) {
+        std::printf("epoch %llu: %llu of %zu batches\n", static_cast<unsigned long long>(report.epoch),
+                    static_cast<unsigned long long>(report.elements), report.epoch_length.value_or(0));
+      }
+    };
+    three_workers.report_progress(progress);
+    for (const auto& batch : three_workers) (void)batch;
+    // [progress]
   }
   return 0;
 }

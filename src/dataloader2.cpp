@@ -21,6 +21,8 @@
 #include <dpipe/graph/state.hpp>
 #include <dpipe/reading_service/multiprocessing.hpp>
 
+#include "progress_reporter.hpp"
+
 namespace dpipe::detail {
 namespace {
 
@@ -270,11 +272,16 @@ void LoaderCore::start_epoch() {
   } else {
     graph::set_graph_random_seed(graph_, seeds_);  // torchdata does not seed without a service (#1107)
   }
-  as_iter_base(graph_).reset();
   ++epoch_;
   taken_ = 0;
   epoch_ended_ = false;
+  begin_iteration();
   log_debug("DataLoader2: epoch {} starts", epoch_);
+}
+
+void LoaderCore::begin_iteration() {
+  as_iter_base(graph_).reset();
+  if (progress_) progress_->epoch_started(graph_, epoch_, taken_);
 }
 
 void LoaderCore::continue_restored(Restore& restore) {
@@ -282,9 +289,7 @@ void LoaderCore::continue_restored(Restore& restore) {
     start_epoch();
     return;
   }
-  if (restore.mode == GraphMode::kState) {
-    as_iter_base(graph_).reset();  // continues the iteration load_state_dict() restored
-  } else {
+  if (restore.mode != GraphMode::kState) {
     log_warning("DataLoader2: the checkpoint {}; replaying {} elements of epoch {} to restore the position",
                 restore.mode == GraphMode::kReplayFailed
                     ? "was saved after the epoch failed"
@@ -296,13 +301,13 @@ void LoaderCore::continue_restored(Restore& restore) {
     } else {
       graph::set_graph_random_seed(graph_, seeds_);
     }
-    as_iter_base(graph_).reset();
     replay_ = restore.taken;
   }
   epoch_ = restore.epoch;
   taken_ = restore.taken;
   epoch_ended_ = false;
   paused_ = restore.paused;
+  begin_iteration();  // continues the iteration load_state_dict() restored, or starts the epoch's replay
   log_debug("DataLoader2: epoch {} continues after {} restored elements", epoch_, taken_);
 }
 
@@ -345,14 +350,30 @@ void LoaderCore::after_next(bool produced) {
     if (!epoch_ended_) {
       epoch_ended_ = true;
       if (service_) service_->finalize_iteration();
+      if (progress_) progress_->epoch_ended(graph_, taken_);
     }
     return;
   }
   ++taken_;
+  if (progress_) [[unlikely]]
+    progress_->element(graph_, taken_);
   if (limit_ && ++limit_counter_ >= *limit_ && !paused_) {
     pause();
     limit_counter_ = 0;
   }
+}
+
+std::optional<std::size_t> LoaderCore::epoch_length() const {
+  if (!service_) return as_iter_base(before_service_).length();
+  return service_->epoch_length(before_service_);
+}
+
+void LoaderCore::report_progress(std::optional<ProgressOptions> options) {
+  if (progress_) progress_->stop(graph_);
+  progress_.reset();
+  if (!options) return;
+  progress_ = std::make_unique<ProgressReporter>(std::move(*options), epoch_length());
+  if (valid_iterator_ && !epoch_ended_) progress_->epoch_started(graph_, epoch_, taken_);  // within an epoch
 }
 
 void LoaderCore::fail() noexcept {

@@ -33,6 +33,7 @@
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/iter/prefetch.hpp>
 #include <dpipe/iter/shuffle.hpp>
+#include <dpipe/progress.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 
 namespace dpipe {
@@ -49,6 +50,8 @@ struct RestoreOptions {
 };
 
 namespace detail {
+
+class ProgressReporter;
 
 /// DataLoader2's protocol, independent of the element type. Thread-safety: one thread at a time,
 /// which enter() checks.
@@ -91,6 +94,8 @@ class LoaderCore {
   [[nodiscard]] std::vector<std::byte> state_dict();
   void load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options);
   void set_fingerprint(std::string fingerprint) { fingerprint_ = std::move(fingerprint); }
+  [[nodiscard]] std::optional<std::size_t> epoch_length() const;
+  void report_progress(std::optional<ProgressOptions> options);
 
   [[nodiscard]] const DataPipePtr& graph_before_reading_service() const noexcept { return before_service_; }
   [[nodiscard]] ReadingServiceInterface* reading_service() const noexcept { return service_.get(); }
@@ -109,6 +114,9 @@ class LoaderCore {
   [[nodiscard]] static DataPipePtr adapt(ReadingServiceInterface* service, DataPipePtr graph, const Restore* restore);
   void start_epoch();
   void continue_restored(Restore& restore);
+  /// Resets the graph's iteration (the epoch starts, or continues a restored one) and tells the
+  /// progress reporter.
+  void begin_iteration();
   void stop_background() noexcept;
 
   DataPipePtr graph_;
@@ -136,6 +144,7 @@ class LoaderCore {
   std::unique_ptr<graph::BackgroundStop> stopped_;  // paused without a reading service
   std::vector<std::byte> loaded_blob_;              // returned by state_dict() until the first iteration
   std::string fingerprint_;                         // the user's, compared at load_state_dict()
+  std::unique_ptr<ProgressReporter> progress_;      // while reporting progress
   alignas(8) mutable std::uint64_t user_ = 0;       // the thread using the loader, 0: none (see enter())
 };
 
@@ -270,6 +279,23 @@ class DataLoader2 {
   [[nodiscard]] std::uint64_t elements_in_epoch() const {
     const detail::LoaderUse use(*core_, "elements_in_epoch");
     return core_->elements_in_epoch();
+  }
+
+  /// How many elements an epoch yields with this loader's reading service and worker count, when
+  /// the pipeline's lengths tell (the source's length is known and nothing in between filters);
+  /// std::nullopt otherwise. Worked out on a copy of the pipeline: nothing starts. With worker
+  /// processes, each worker batches its own shard, so a batch() in the workers' branch yields a
+  /// short last batch per worker (docs/dataloader.md).
+  [[nodiscard]] std::optional<std::size_t> epoch_length() const {
+    const detail::LoaderUse use(*core_, "epoch_length");
+    return core_->epoch_length();
+  }
+  /// Reports progress every `options.interval` while the loader runs (elements/s, the position in
+  /// the epoch, the nodes of this process that take the time), and once at the end of each
+  /// epoch; std::nullopt stops. Off by default; when off it costs nothing per element.
+  void report_progress(std::optional<ProgressOptions> options = ProgressOptions{}) {
+    const detail::LoaderUse use(*core_, "report_progress");
+    core_->report_progress(std::move(options));
   }
 
  private:

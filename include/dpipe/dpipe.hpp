@@ -73,6 +73,7 @@
 #include <dpipe/map/shuffle.hpp>
 #include <dpipe/map/to_iter.hpp>
 #include <dpipe/map/zip.hpp>
+#include <dpipe/progress.hpp>
 #include <dpipe/random/philox.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>

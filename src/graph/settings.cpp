@@ -4,6 +4,7 @@
 
 #include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
 
@@ -34,6 +35,15 @@ void apply_sharding(const DataPipePtr& root, std::size_t num_instances, std::siz
         }
       };
   apply(traverse_dps(root), nullptr);
+}
+
+std::optional<std::size_t> sharded_length(const DataPipePtr& root, std::size_t num_instances, std::size_t instance_id,
+                                          ShardingPriority group) {
+  const DataPipePtr copy = clone(root);
+  apply_sharding(copy, num_instances, instance_id, group);
+  const auto* stream = dynamic_cast<const IterDataPipeBase*>(copy.get());
+  if (stream == nullptr) DPIPE_THROW(InvalidArgument, "sharded_length: {} is not an iter node", root->label());
+  return stream->length();
 }
 
 void set_datapipes_seed(const std::vector<DataPipePtr>& nodes, SeedGenerator& seeds, bool shared) {

@@ -32,6 +32,11 @@ DataPipePtr InProcessReadingService::initialize(DataPipePtr graph) {
   return graph;
 }
 
+std::optional<std::size_t> InProcessReadingService::epoch_length(const DataPipePtr& graph) const {
+  if (init_fn_ || reset_fn_) return std::nullopt;
+  return graph::sharded_length(graph, 1, 0, ShardingPriority::kMultiprocessing);
+}
+
 GraphFunction InProcessReadingService::initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn) {
   graph::set_graph_random_seed(end_, seeds);
   if (iter_reset_fn) end_ = iter_reset_fn(end_);

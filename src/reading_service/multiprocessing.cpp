@@ -33,6 +33,48 @@ void require_encodable(const DataPipePtr& node, const char* role) {
               node->label(), role, node->element_type());
 }
 
+/// How the service splits a graph among its processes.
+struct WorkerSplit {
+  DataPipePtr graph;        // the graph, with `placeholder` in place of `dispatched`
+  DataPipePtr dispatched;   // the dispatching process's branch, or null
+  DataPipePtr placeholder;  // where the dispatched elements enter the workers' branch, or null
+  DataPipePtr branch;       // the replicable branch each worker runs a copy of
+};
+
+WorkerSplit split_for_workers(DataPipePtr graph) {
+  WorkerSplit split;
+  split.graph = std::move(graph);
+  auto traversed = graph::traverse_dps(split.graph);
+  if (auto dispatched = graph::find_lca_round_robin_sharding_dp(traversed)) {
+    split.dispatched = dispatched;
+    split.placeholder = apply_typed_op<ops::Placeholder>(dispatched);
+    traversed = graph::replace_dp(traversed, dispatched, split.placeholder);
+    split.graph = traversed.root();
+  }
+  const auto branches = graph::find_replicable_branches(traversed);
+  if (branches.size() != 1) {
+    DPIPE_THROW(InvalidArgument, "MultiProcessingReadingService only supports single replicable branch currently");
+  }
+  split.branch = branches.front();
+  return split;
+}
+
+/// How many of `length` elements dealt round robin to `n` takers the taker `i` receives.
+std::size_t round_robin_share(std::size_t length, std::size_t n, std::size_t i) {
+  return length / n + (i < length % n ? 1 : 0);
+}
+
+/// A placeholder for `node` that reports `length`.
+DataPipePtr stand_in(const DataPipePtr& node, std::optional<std::size_t> length) {
+  auto placeholder = apply_typed_op<ops::Placeholder>(node);
+  dynamic_cast<detail::PlaceholderTag&>(*placeholder).set_stand_in_length(length);
+  return placeholder;
+}
+
+std::optional<std::size_t> length_of(const DataPipePtr& root) {
+  return dynamic_cast<const IterDataPipeBase&>(*root).length();
+}
+
 }  // namespace
 
 MultiProcessingReadingService::MultiProcessingReadingService(MultiProcessingOptions options)
@@ -74,20 +116,13 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
                                         .stall_warning = options_.stall_warning,
                                         .worker_init_fn = options_.worker_init_fn,
                                         .worker_reset_fn = options_.worker_reset_fn};
-  auto split = graph::traverse_dps(graph);
-  if (auto dispatched = graph::find_lca_round_robin_sharding_dp(split)) {
-    require_encodable(dispatched, "the output of the dispatching process");
-    plan.dispatched = dispatched;
-    plan.placeholder = apply_typed_op<ops::Placeholder>(dispatched);
-    split = graph::replace_dp(split, dispatched, plan.placeholder);
-    graph = split.root();
-  }
-  const auto branches = graph::find_replicable_branches(split);
-  if (branches.size() != 1) {
-    DPIPE_THROW(InvalidArgument, "MultiProcessingReadingService only supports single replicable branch currently");
-  }
-  plan.branch = branches.front();
-  require_encodable(plan.branch, "the output of the worker processes");
+  auto split = split_for_workers(std::move(graph));
+  if (split.dispatched) require_encodable(split.dispatched, "the output of the dispatching process");
+  require_encodable(split.branch, "the output of the worker processes");
+  graph = split.graph;
+  plan.dispatched = split.dispatched;
+  plan.placeholder = split.placeholder;
+  plan.branch = split.branch;
 
   if (saved != nullptr && saved->dispatcher.has_value() != (plan.dispatched != nullptr)) {
     DPIPE_THROW(StateError, "the checkpoint was saved {} a dispatching process; this pipeline runs {}",
@@ -101,6 +136,29 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
   merge_ = apply_typed_op<ops::Decode>(branch_, group_->merge(), "merge_workers");
   end_ = branch_ == graph ? merge_ : graph::replace_dp(graph::traverse_dps(graph), branch_, merge_).root();
   return end_;
+}
+
+std::optional<std::size_t> MultiProcessingReadingService::epoch_length(const DataPipePtr& graph) const {
+  if (options_.worker_init_fn || options_.worker_reset_fn) return std::nullopt;  // they may reshape the graph
+  const std::size_t workers = options_.num_workers;
+  if (workers == 0) return graph::sharded_length(graph, 1, 0, ShardingPriority::kMultiprocessing);
+  const auto split = split_for_workers(graph::clone(graph));
+  std::optional<std::size_t> dispatched;
+  if (split.dispatched && !(dispatched = length_of(split.dispatched))) return std::nullopt;
+  std::size_t merged = 0;  // what the workers yield together
+  for (std::size_t worker = 0; worker < workers; ++worker) {
+    if (split.placeholder) {
+      dynamic_cast<detail::PlaceholderTag&>(*split.placeholder)
+          .set_stand_in_length(round_robin_share(*dispatched, workers, worker));
+    }
+    const auto share = graph::sharded_length(split.branch, workers, worker, ShardingPriority::kMultiprocessing);
+    if (!share) return std::nullopt;
+    merged += *share;
+  }
+  if (split.branch == split.graph) return merged;
+  // The nodes after the branch run in this process, over the merged stream.
+  return length_of(
+      graph::replace_dp(graph::traverse_dps(split.graph), split.branch, stand_in(split.branch, merged)).root());
 }
 
 GraphFunction MultiProcessingReadingService::initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn) {

@@ -12,6 +12,10 @@ namespace {
 
 }  // namespace
 
+std::optional<std::size_t> ReadingServiceInterface::epoch_length(const DataPipePtr& /*graph*/) const {
+  return std::nullopt;
+}
+
 GraphFunction ReadingServiceInterface::initialize_iteration(SeedGenerator& /*seeds*/, GraphFunction /*iter_reset_fn*/) {
   return {};
 }

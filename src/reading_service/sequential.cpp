@@ -23,6 +23,11 @@ GraphFunction SequentialReadingService::initialize_iteration(SeedGenerator& seed
   return iter_reset_fn;
 }
 
+std::optional<std::size_t> SequentialReadingService::epoch_length(const DataPipePtr& graph) const {
+  if (services_.size() != 1) return std::nullopt;
+  return services_.front()->epoch_length(graph);
+}
+
 void SequentialReadingService::finalize_iteration() {
   for (auto it = services_.rbegin(); it != services_.rend(); ++it) (*it)->finalize_iteration();
 }

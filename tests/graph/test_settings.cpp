@@ -54,4 +54,17 @@ TEST_CASE("node settings: every node that shapes the data reports its configurat
   CHECK(source.prefetch(4).ptr()->settings().empty());
 }
 
+TEST_CASE("sharded_length: what one instance of the sharded graph yields / the graph is not changed",
+          "[graph][settings]") {
+  auto pipe = iter::from(range(10)).shuffle().sharding_filter().batch(3);
+  CHECK(dpipe::graph::sharded_length(pipe.ptr(), 3, 0) == 2);  // 4 elements: 3 + 1
+  CHECK(dpipe::graph::sharded_length(pipe.ptr(), 3, 2) == 1);  // 3 elements
+  CHECK(dpipe::graph::sharded_length(pipe.ptr(), 1, 0) == 4);
+  CHECK(pipe.length() == 4);  // the original stays unsharded
+  CHECK(dpipe::graph::sharded_length(iter::from(range(10)).filter([](int) { return true; }).ptr(), 2, 0) ==
+        std::nullopt);
+  CHECK_THROWS_MATCHES(dpipe::graph::sharded_length(pipe.ptr(), 3, 3), dpipe::InvalidArgument,
+                       Catch::Message("instance_id(3) should be smaller than num_of_instances(3)"));
+}
+
 }  // namespace

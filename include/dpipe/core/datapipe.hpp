@@ -6,9 +6,11 @@
 /// that need a node's static type go through <dpipe/core/typed_op.hpp>; what a node can do beyond
 /// this interface, through the capability interfaces of <dpipe/core/capabilities.hpp>.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <typeindex>
@@ -148,10 +150,15 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
 };
 
 namespace detail {
-/// Marks placeholder nodes (see ops::Placeholder).
+/// Marks placeholder nodes (see ops::Placeholder). A placeholder may be given the length of what
+/// it stands in for, so that a graph holding one still knows its length.
 class PlaceholderTag {
  public:
   virtual ~PlaceholderTag() = default;
+  void set_stand_in_length(std::optional<std::size_t> length) noexcept { stand_in_length_ = length; }
+
+ protected:
+  std::optional<std::size_t> stand_in_length_;
 };
 
 /// Marks sharding_round_robin_dispatch nodes, whatever their element type.

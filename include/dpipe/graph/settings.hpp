@@ -3,6 +3,7 @@
 /// Graph-wide settings (torch's graph_settings and torchdata's graph/settings.py): sharding,
 /// random seeds and shuffle switches. Thread-safety: none; apply while nothing iterates the graph.
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -17,6 +18,12 @@ namespace dpipe::graph {
 /// and the node's own errors (instance_id out of range, DEFAULT mixed with other groups).
 void apply_sharding(const DataPipePtr& root, std::size_t num_instances, std::size_t instance_id,
                     ShardingPriority group = ShardingPriority::kDefault);
+
+/// The length of one iteration of a copy of `root`'s graph with apply_sharding(num_instances,
+/// instance_id, group) applied: what that instance yields, when known. `root` is not changed.
+[[nodiscard]] std::optional<std::size_t> sharded_length(const DataPipePtr& root, std::size_t num_instances,
+                                                        std::size_t instance_id,
+                                                        ShardingPriority group = ShardingPriority::kDefault);
 
 /// Seeds each random node in `nodes` from the shared stream of `seeds` (`shared`) or from its
 /// worker stream, in order.

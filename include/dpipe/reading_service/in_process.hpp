@@ -29,6 +29,9 @@ class InProcessReadingService final : public ReadingService<InProcessReadingServ
   ~InProcessReadingService() override;
 
   DataPipePtr initialize(DataPipePtr graph) override;
+  /// The graph's length (as worker 0 of 1); unknown with an init or reset function, which may
+  /// reshape the graph.
+  [[nodiscard]] std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const override;
   GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
 
   [[nodiscard]] bool supports_pause() const override { return true; }

@@ -91,6 +91,10 @@ class MultiProcessingReadingService final
   [[nodiscard]] const MultiProcessingOptions& options() const noexcept { return options_; }
 
   DataPipePtr initialize(DataPipePtr graph) override;
+  /// What the workers yield together (each runs its shard of the replicable branch: a batch at
+  /// the end of the branch is short once per worker), passed through the nodes that stay in this
+  /// process; unknown with worker_init_fn or worker_reset_fn, which may reshape the graph.
+  [[nodiscard]] std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const override;
   GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
   void finalize() override;
 

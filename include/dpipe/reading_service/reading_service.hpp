@@ -49,6 +49,11 @@ class ReadingServiceInterface {
 
   /// Called once, at the first iteration: may rewrite the graph; returns its root.
   virtual DataPipePtr initialize(DataPipePtr graph) = 0;
+  /// How many elements one epoch of `graph` (the loader's pipeline, before initialize()) yields
+  /// under this service, worked out without starting anything; std::nullopt when that is not
+  /// known. The default is std::nullopt: a service may shard or reshape the graph, so only it
+  /// can tell.
+  [[nodiscard]] virtual std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const;
   /// Called at the start of every epoch, after the loader (re)seeded `seeds`; may return a
   /// function the loader applies to the graph. `iter_reset_fn` comes from a service before this
   /// one (SequentialReadingService).

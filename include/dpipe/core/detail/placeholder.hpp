@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Placeholder<T>: what ops::Placeholder makes, a node that stands in for another during graph
-/// surgery and throws when iterated.
+/// surgery and throws when iterated; its length is the one set_stand_in_length() gave it.
 
 #include <optional>
 #include <string>
@@ -25,6 +25,7 @@ class Placeholder final : public IterDataPipe<T>, public PlaceholderTag {
   std::optional<T> next_impl() override {
     DPIPE_THROW(UsageError, "{} stands in for a dispatched branch and cannot be iterated", this->label());
   }
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override { return stand_in_length_; }
 };
 
 }  // namespace dpipe::detail
