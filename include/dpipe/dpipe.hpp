@@ -28,6 +28,9 @@
 #include <dpipe/core/type_name.hpp>
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/dataloader2.hpp>
+#include <dpipe/distributed/launch_environment.hpp>
+#include <dpipe/distributed/store.hpp>
+#include <dpipe/distributed/tcp_store.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/dispatch.hpp>
 #include <dpipe/graph/dot.hpp>

@@ -108,6 +108,13 @@ class WorkerError : public Error {
   std::string original_message_;
 };
 
+/// The ranks of a distributed job cannot meet: an incomplete launcher environment, a store that
+/// cannot be reached, a rank that failed or never arrived.
+class RendezvousError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A feature a node or service does not support in this configuration (torchdata's
 /// NotImplementedError).
 class NotSupportedError : public Error {

@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// TcpStore: dpipe's rendezvous store over TCP. Rank 0 serves it from a background thread (and is
+/// a client of it like every rank); the other ranks connect, retrying with backoff until the
+/// timeout while rank 0 is not up yet.
+///
+/// Wire protocol (version 1): every message is a frame, a 4-byte length then that many bytes, at
+/// most `max_message_bytes`. A connection starts with a handshake carrying the protocol version
+/// and the job token; the server refuses, logs and closes a connection with another version or
+/// token, a frame over the limit, or a message it cannot decode, and goes on serving the others.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <dpipe/distributed/store.hpp>
+
+namespace dpipe {
+
+struct TcpStoreOptions {
+  /// The host that serves the store (the server listens on it; clients connect to it).
+  std::string host = "127.0.0.1";
+  /// Its port; 0 with `serve`: any free port (port() tells which).
+  std::uint16_t port = 0;
+  /// Serve the store from this process (rank 0), in a background thread.
+  bool serve = false;
+  /// The job's token: the server refuses connections that present another one.
+  std::string token;
+  /// The longest a call waits, connecting included.
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  /// The largest frame either side accepts.
+  std::size_t max_message_bytes = std::size_t{64} << 20;
+};
+
+/// Thread-safety: one thread at a time calls a TcpStore; the server thread is its own.
+class TcpStore final : public Store {
+ public:
+  /// Serves (when options.serve) and connects. Throws RendezvousError when the port cannot be
+  /// bound, or when the server cannot be reached or refuses the connection within the timeout;
+  /// InvalidArgument for a host that does not resolve.
+  explicit TcpStore(TcpStoreOptions options);
+  /// Closes the connection, and stops the server (closing its clients' connections).
+  ~TcpStore() override;
+  TcpStore(const TcpStore&) = delete;
+  TcpStore& operator=(const TcpStore&) = delete;
+
+  void set(const std::string& key, std::span<const std::byte> value) override;
+  std::vector<std::byte> get(const std::string& key) override;
+  std::int64_t add(const std::string& key, std::int64_t delta) override;
+  std::vector<std::byte> compare_set(const std::string& key, std::span<const std::byte> expected,
+                                     std::span<const std::byte> desired) override;
+  void wait(const std::vector<std::string>& keys) override;
+  bool remove(const std::string& key) override;
+  [[nodiscard]] std::chrono::milliseconds timeout() const override;
+  void set_timeout(std::chrono::milliseconds timeout) override;
+
+  using Store::set;
+
+  /// The port of the store (the one the server bound, when it was 0).
+  [[nodiscard]] std::uint16_t port() const noexcept;
+
+  /// The protocol version this build speaks.
+  static constexpr std::uint32_t kProtocolVersion = 1;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dpipe
