@@ -369,11 +369,11 @@ std::optional<std::size_t> LoaderCore::epoch_length() const {
 }
 
 void LoaderCore::report_progress(std::optional<ProgressOptions> options) {
+  std::unique_ptr<ProgressReporter> next;
+  if (options) next = std::make_unique<ProgressReporter>(std::move(*options), epoch_length());  // may throw
   if (progress_) progress_->stop(graph_);
-  progress_.reset();
-  if (!options) return;
-  progress_ = std::make_unique<ProgressReporter>(std::move(*options), epoch_length());
-  if (valid_iterator_ && !epoch_ended_) progress_->epoch_started(graph_, epoch_, taken_);  // within an epoch
+  progress_ = std::move(next);
+  if (progress_ && valid_iterator_ && !epoch_ended_) progress_->epoch_started(graph_, epoch_, taken_);
 }
 
 void LoaderCore::fail() noexcept {

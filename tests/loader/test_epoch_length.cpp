@@ -112,7 +112,8 @@ dpipe::ProgressOptions collect_into(std::vector<dpipe::ProgressReport>& reports)
   return options;
 }
 
-TEST_CASE("report_progress: reports during the epoch and once at its end / stops when asked", "[loader][progress]") {
+TEST_CASE("report_progress: reports during the epoch and once at its end / a bad interval / stops when asked",
+          "[loader][progress]") {
   const LogCapture quiet;
   DataLoader2<int> loader(slow_every_50th());
   std::vector<dpipe::ProgressReport> reports;
@@ -138,6 +139,15 @@ TEST_CASE("report_progress: reports during the epoch and once at its end / stops
   REQUIRE_FALSE(last.node_times.empty());
   CHECK(last.node_times.front().label.rfind("map#", 0) == 0);
   CHECK(last.node_times.size() <= 5);
+
+  dpipe::ProgressOptions never;
+  never.interval = std::chrono::milliseconds(0);
+  CHECK_THROWS_MATCHES(loader.report_progress(never), dpipe::InvalidArgument,
+                       Catch::Message("report_progress: the interval must be positive, got 0 ms"));
+  reports.clear();
+  CHECK(epoch(loader).size() == 400);
+  REQUIRE_FALSE(reports.empty());
+  CHECK(reports.back().epoch == 2);  // the refused options left the reporter as it was
 
   loader.report_progress(std::nullopt);
   reports.clear();
@@ -183,7 +193,7 @@ TEST_CASE("report_progress: the format of a report", "[loader][progress]") {
   CHECK(dpipe::format_progress(report) == "DataLoader2: epoch 2 ended: 1500 elements, 9761 elements/s over 0.2 s");
 }
 
-TEST_CASE("report_progress: with workers / after a restore / a bad interval", "[loader][mp][progress]") {
+TEST_CASE("report_progress: with workers / after a restore", "[loader][mp][progress]") {
   const LogCapture quiet;
   std::vector<dpipe::ProgressReport> reports;
   {
@@ -215,11 +225,6 @@ TEST_CASE("report_progress: with workers / after a restore / a bad interval", "[
   REQUIRE_FALSE(reports.empty());
   CHECK(reports.back().epoch == 1);
   CHECK(reports.back().elements == 400);  // the epoch's position counts the restored elements
-
-  dpipe::ProgressOptions never;
-  never.interval = std::chrono::milliseconds(0);
-  CHECK_THROWS_MATCHES(restored.report_progress(never), dpipe::InvalidArgument,
-                       Catch::Message("report_progress: the interval must be positive, got 0 ms"));
 }
 
 }  // namespace
