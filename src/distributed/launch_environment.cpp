@@ -84,9 +84,6 @@ std::optional<std::string> first_slurm_host(const Environment& environment) {
   return expand_hostlist(*nodes).front();
 }
 
-void append_expansions(std::string_view expression, std::string_view item, std::string prefix,
-                       std::vector<std::string>& out);
-
 /// The numbers of a bracket's body ("01-04,07"), as text padded to the width of each range's start.
 std::vector<std::string> bracket_numbers(std::string_view expression, std::string_view body) {
   std::vector<std::string> numbers;

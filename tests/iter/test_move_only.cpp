@@ -26,6 +26,7 @@ using dpipe::testing::check_battery;
 using dpipe::testing::collect;
 using dpipe::testing::LogCapture;
 using dpipe::testing::range;
+using dpipe::testing::seeded;
 
 Box box(int x) { return std::make_unique<int>(x); }
 int unbox(const Box& b) { return *b; }
@@ -37,12 +38,6 @@ std::vector<int> unbox_all(const std::vector<Box>& boxes) {
 
 /// 0 .. n-1 as boxes.
 dpipe::IterPipe<Box> boxes(int n) { return iter::from(range(n)).map(box); }
-
-template <class T>
-dpipe::IterPipe<T> seeded(dpipe::IterPipe<T> pipe, std::uint64_t seed) {
-  dynamic_cast<dpipe::RandomDataPipe&>(pipe.node()).set_seed(seed);
-  return pipe;
-}
 
 // What needs copies of an element says so at compile time, naming dpipe::copyable_element.
 template <class P>

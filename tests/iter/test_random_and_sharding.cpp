@@ -17,12 +17,7 @@ using dpipe::testing::check_battery;
 using dpipe::testing::collect;
 
 using dpipe::testing::range;
-
-template <class T>
-dpipe::IterPipe<T> seeded(dpipe::IterPipe<T> pipe, std::uint64_t seed) {
-  dynamic_cast<dpipe::RandomDataPipe&>(pipe.node()).set_seed(seed);
-  return pipe;
-}
+using dpipe::testing::seeded;
 
 // Expected orders come from torchdata's Shuffler algorithm run on CPython's random.Random.
 TEST_CASE("shuffle: torchdata's order for a seed (reference vector)", "[iter][shuffle][determinism]") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
@@ -26,6 +27,14 @@ inline std::vector<int> range(int begin, int end) {
 
 /// The integers 0 .. n-1.
 inline std::vector<int> range(int n) { return range(0, n); }
+
+/// `pipe`, whose root is a random node (shuffle, in_batch_shuffle), seeded with `seed` for its
+/// next iteration.
+template <class T>
+IterPipe<T> seeded(IterPipe<T> pipe, std::uint64_t seed) {
+  dynamic_cast<RandomDataPipe&>(pipe.node()).set_seed(seed);
+  return pipe;
+}
 
 /// Every element of one iteration of `pipe`, read with next().
 template <class T>

@@ -3,7 +3,6 @@
 #include "distributed/tcp_store/server.hpp"
 
 #include <array>
-#include <asio/connect.hpp>
 #include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
