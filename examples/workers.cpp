@@ -1,9 +1,10 @@
 // MultiProcessingReadingService beyond the defaults: options and worker hooks, random
 // augmentations that stay reproducible, a dispatching process, what a failing worker looks like,
-// a picture of the split graph, the length of an epoch and progress reports.
+// a picture of the split graph, the length of an epoch, progress reports, and worker threads.
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -123,6 +124,34 @@ int main() {
     three_workers.report_progress(progress);
     for (const auto& batch : three_workers) (void)batch;
     // [progress]
+  }
+  {
+    // [threads]
+    // A sample the workers make and the trainer owns: move-only, with no Serializer. Worker
+    // threads move it to the loop; worker processes could not send it at all.
+    struct Sample {
+      int id = 0;
+      std::unique_ptr<std::vector<float>> pixels;
+    };
+    auto pipeline = dpipe::iter::from(ids(12)).shuffle().sharding_filter().map([](int id) {
+      return Sample{id, std::make_unique<std::vector<float>>(1024, 0.5F)};
+    });
+    dpipe::MultiProcessingOptions options{.num_workers = 2, .worker_kind = dpipe::WorkerKind::kThread};
+    dpipe::DataLoader2<Sample> loader(pipeline, dpipe::MultiProcessingReadingService(options));
+    loader.seed(7);
+    std::vector<Sample> kept;
+    for (auto& sample : loader) kept.push_back(std::move(sample));  // the very objects the workers made
+    // [threads]
+    // The same seed gives the same order with worker processes (of plain ids, which they can send).
+    auto ids_only = dpipe::iter::from(ids(12)).shuffle().sharding_filter();
+    dpipe::DataLoader2<int> processes(ids_only, dpipe::MultiProcessingReadingService({.num_workers = 2}));
+    processes.seed(7);
+    std::size_t position = 0;
+    bool same = true;
+    for (int id : processes) same = same && kept.at(position++).id == id;
+    std::printf("worker threads: %zu samples kept, %s order as worker processes\n", kept.size(),
+                same ? "the same" : "NOT THE SAME");
+    if (!same) return 1;
   }
   return 0;
 }

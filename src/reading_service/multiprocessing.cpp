@@ -97,13 +97,15 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
     end_ = graph;
     return graph;
   }
-  // Nothing of dpipe's may run in another thread while forking: stop the prefetch threads.
+  const bool threads = options_.worker_kind == WorkerKind::kThread;
+  // Nothing of dpipe's may run in another thread while forking (and the workers run copies of the
+  // branch): stop the prefetch threads.
   graph::BackgroundStop(graph).keep_stopped();
   if (!graph::has_sharding(graph)) {
     log_warning(
         "MultiProcessingReadingService: the pipeline has no sharding_filter or sharding_round_robin_dispatch: each of "
-        "the {} worker processes yields the whole dataset",
-        options_.num_workers);
+        "the {} worker {} yields the whole dataset",
+        options_.num_workers, threads ? "threads" : "processes");
   }
   shadow_ = graph::clone(graph);
 
@@ -115,10 +117,13 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
                                         .timeout = options_.timeout,
                                         .stall_warning = options_.stall_warning,
                                         .worker_init_fn = options_.worker_init_fn,
-                                        .worker_reset_fn = options_.worker_reset_fn};
+                                        .worker_reset_fn = options_.worker_reset_fn,
+                                        .threads = threads};
   auto split = split_for_workers(std::move(graph));
-  if (split.dispatched) require_encodable(split.dispatched, "the output of the dispatching process");
-  require_encodable(split.branch, "the output of the worker processes");
+  if (!threads) {
+    if (split.dispatched) require_encodable(split.dispatched, "the output of the dispatching process");
+    require_encodable(split.branch, "the output of the worker processes");
+  }
   graph = split.graph;
   plan.dispatched = split.dispatched;
   plan.placeholder = split.placeholder;
@@ -133,7 +138,7 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
   dispatched_ = plan.dispatched;
   placeholder_ = plan.placeholder;
 
-  merge_ = apply_typed_op<ops::Decode>(branch_, group_->merge(), "merge_workers");
+  merge_ = plan.receiver(branch_, group_->merge(), "merge_workers");
   end_ = branch_ == graph ? merge_ : graph::replace_dp(graph::traverse_dps(graph), branch_, merge_).root();
   return end_;
 }
@@ -287,10 +292,11 @@ std::string MultiProcessingReadingService::to_dot() const {
   };
   add(end_, "main process");
   if (options_.num_workers == 0) return graph::to_dot(picture, options);
-  add(branch_, fmt::format("{} worker processes (each runs a copy)", options_.num_workers));
-  options.links.push_back({branch_->id(), merge_->id(), "shared memory"});
+  const bool threads = options_.worker_kind == WorkerKind::kThread;
+  add(branch_, fmt::format("{} worker {} (each runs a copy)", options_.num_workers, threads ? "threads" : "processes"));
+  options.links.push_back({branch_->id(), merge_->id(), threads ? "moved" : "shared memory"});
   if (dispatched_) {
-    add(dispatched_, "dispatching process");
+    add(dispatched_, threads ? "dispatching thread" : "dispatching process");
     options.links.push_back({dispatched_->id(), placeholder_->id(), "element j to worker j mod N"});
   }
   return graph::to_dot(picture, options);

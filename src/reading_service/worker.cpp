@@ -1,4 +1,4 @@
-// The process-wide worker context.
+// The worker context: per thread, which makes it per worker for worker threads and worker processes alike.
 
 #include <dpipe/reading_service/worker.hpp>
 
@@ -14,7 +14,7 @@ struct Context {
 };
 
 Context& context() noexcept {
-  static Context instance;
+  thread_local Context instance;  // a worker thread has its own; a worker process has one thread
   return instance;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // What a process holds that must not leak: open file descriptors, shared-memory segments in
-// /dev/shm, and child processes (read from /proc).
+// /dev/shm, child processes and threads (read from /proc).
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +15,7 @@ struct ProcessSnapshot {
   std::set<std::string> descriptors;  // the targets of /proc/self/fd/*
   std::set<std::string> shm;          // the entries of /dev/shm
   std::set<pid_t> children;           // /proc/self/task/*/children
+  std::size_t threads = 0;            // the entries of /proc/self/task
 
   static ProcessSnapshot take() {
     namespace fs = std::filesystem;
@@ -29,6 +30,7 @@ struct ProcessSnapshot {
       for (const auto& entry : fs::directory_iterator("/dev/shm")) snapshot.shm.insert(entry.path().string());
     }
     for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+      ++snapshot.threads;
       std::ifstream children(task.path() / "children");
       pid_t pid = 0;
       while (children >> pid) snapshot.children.insert(pid);

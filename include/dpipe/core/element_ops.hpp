@@ -14,6 +14,7 @@
 namespace dpipe {
 
 class ElementEncoder;
+class ElementHandoff;
 class RecordSource;
 
 namespace ops {
@@ -37,6 +38,13 @@ struct Encode {
 struct Decode {
   using Function = DataPipePtr(const DataPipePtr& node, std::shared_ptr<RecordSource> source, std::string name);
   static constexpr std::string_view kOperation = "decode";
+};
+
+/// The handles of `node`'s element type, for moving its elements to another thread without
+/// encoding them (see <dpipe/core/element_handoff.hpp>).
+struct Handoff {
+  using Function = const ElementHandoff&(const DataPipePtr& node);
+  static constexpr std::string_view kOperation = "handoff";
 };
 
 }  // namespace ops

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// MultiProcessingReadingService (torchdata's): runs the pipeline in forked worker processes that
-/// hand their elements to the main process through shared memory.
+/// hand their elements to the main process through shared memory, or, with
+/// `worker_kind = WorkerKind::kThread`, in worker threads that hand them over without encoding.
 ///
 /// At initialize() it splits the graph as torchdata does. A `sharding_round_robin_dispatch` branch
 /// (up to the lowest common ancestor of the dispatch nodes) runs once, in a dispatching process
@@ -29,6 +30,16 @@
 /// from a thread that outlives the loader (the workers get SIGKILL when that thread ends). See
 /// docs/reading-services.md.
 ///
+/// Worker threads (WorkerKind::kThread) run the same split, sharding, seeding, merge order, control
+/// protocol and checkpoints; only the transport differs. An element moves from its worker to the
+/// consumer (a heap box per element, no copy, no Serializer needed), so move-only elements work;
+/// a worker's exception reaches the loop as itself, not as WorkerError; a checkpoint is
+/// interchangeable with one of worker processes with the same num_workers (its elements in flight
+/// are encoded then, which needs a Serializer). A thread cannot be killed: one stuck in a user
+/// function past the shutdown's two seconds is left running detached. worker_random(),
+/// worker_seed() and current_worker() are per thread. See docs/reading-services.md, "Threads or
+/// processes".
+///
 /// Thread-safety: one thread uses the service (through its DataLoader2).
 
 #include <chrono>
@@ -54,9 +65,17 @@ namespace graph {
 class BackgroundStop;
 }  // namespace graph
 
+/// What MultiProcessingReadingService's workers are.
+enum class WorkerKind {
+  kProcess,  ///< forked processes: a crash stays in its worker; elements are encoded through shared memory
+  kThread,   ///< threads of this process: nothing is forked, encoded or copied
+};
+
 struct MultiProcessingOptions {
-  /// Worker processes; 0 runs the pipeline in the calling process (use InProcessReadingService).
+  /// Workers; 0 runs the pipeline in the calling process (use InProcessReadingService).
   std::size_t num_workers = 0;
+  /// Processes or threads; the same data comes out in the same order either way.
+  WorkerKind worker_kind = WorkerKind::kProcess;
   /// Elements each worker may have ready ahead of the consumer.
   std::size_t worker_prefetch_cnt = 10;
   /// Further elements the main process may have waiting, spread over the workers. torchdata keeps
@@ -73,8 +92,9 @@ struct MultiProcessingOptions {
   /// worker's pid and what it is doing (running its pipeline, waiting for the dispatching process,
   /// stopped); zero: never.
   std::chrono::milliseconds stall_warning{30000};
-  /// Bytes of each worker's shared-memory queue (rounded up to a power of two). An element longer
-  /// than half of it still crosses, in parts, at the cost of one more copy.
+  /// Bytes of each worker process's shared-memory queue (rounded up to a power of two). An element
+  /// longer than half of it still crosses, in parts, at the cost of one more copy. Worker threads
+  /// pass 8-byte handles and size their queues from the prefetch counts.
   std::size_t queue_bytes = std::size_t{8} << 20;
 };
 
@@ -115,7 +135,7 @@ class MultiProcessingReadingService final
   /// replicable branch and the dispatching process's branch, each in its own box. Empty before
   /// initialize().
   [[nodiscard]] std::string to_dot() const;
-  /// The workers' process ids (empty before initialize() and after finalize()).
+  /// The worker processes' ids (empty before initialize(), after finalize() and for threads).
   [[nodiscard]] std::vector<pid_t> worker_pids() const;
   /// The dispatching process's id, if one runs.
   [[nodiscard]] std::optional<pid_t> dispatcher_pid() const;

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// What code running in a worker process of MultiProcessingReadingService can ask: which worker
-/// it is, and a random engine the service seeds for it.
+/// What code running in a worker of MultiProcessingReadingService (a process or a thread) can ask:
+/// which worker it is, and a random engine the service seeds for it. All three are per thread:
+/// a worker thread has its own, and so has the one thread a worker process runs its graph on.
 ///
 /// Like torchdata, before seeding its graph each epoch a worker draws two values from its worker
 /// seed stream; the first seeds worker_random() (torchdata seeds Python's `random` with it), the
@@ -17,7 +18,7 @@
 
 namespace dpipe {
 
-/// This process's engine for user functions. In the main process it is seeded with 0 and never
+/// This worker's engine for user functions (per thread). Elsewhere it is seeded with 0 and never
 /// reseeded. Thread-safety: use it from the thread that runs the graph.
 PythonRandom& worker_random() noexcept;
 
@@ -25,7 +26,7 @@ PythonRandom& worker_random() noexcept;
 /// engines with it, e.g. torch::manual_seed(dpipe::worker_seed()).
 std::uint64_t worker_seed() noexcept;
 
-/// Which worker this process is, or std::nullopt in the main process.
+/// Which worker this thread runs, or std::nullopt outside the workers.
 std::optional<WorkerInfo> current_worker() noexcept;
 
 }  // namespace dpipe

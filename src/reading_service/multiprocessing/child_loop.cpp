@@ -18,11 +18,12 @@ namespace dpipe::detail::mp {
 
 void ChildLiveness::check(bool thorough) {
   if (stop_requested()) throw Interrupted{};
-  if (thorough && getppid() != parent_) _exit(1);  // the main process died: nobody reads this child
+  // The main process died: nobody reads this child. (A thread has no parent to lose.)
+  if (thorough && parent_ != 0 && getppid() != parent_) _exit(1);
 }
 
 ChildLoop::ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo info, std::string expected_type,
-                     ChildSlot& slot, RingMemory control)
+                     ChildSlot& slot, RingMemory control, ExceptionSlot* exception)
     : plan_(*launch.plan),
       name_(std::move(name)),
       info_(info),
@@ -30,6 +31,7 @@ ChildLoop::ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo inf
       endpoint_{&slot.bell, &liveness_, std::chrono::milliseconds(0), &slot.board},
       board_(&slot.board),
       expected_type_(std::move(expected_type)),
+      exception_(exception),
       control_(control),
       main_bell_(&launch.pool->main_bell()),
       group_generation_(launch.restored != nullptr ? launch.restored->generation : 0) {
@@ -75,11 +77,12 @@ void ChildLoop::set_root(DataPipePtr root) {
   }
   if (root == root_ && encoder_) return;
   root_ = std::move(root);
-  encoder_ = apply_typed_op<ops::Encode>(root_);
+  encoder_ = plan_.encoder(root_);
 }
 
 void ChildLoop::fail(const ErrorReport& report) {
   progress_.failed = true;
+  if (exception_ != nullptr) exception_->set(report.original);
   broadcast(RecordKind::kError, to_bytes(report));
 }
 

@@ -20,6 +20,7 @@
 
 #include "reading_service/multiprocessing/plan.hpp"
 #include "reading_service/multiprocessing/protocol.hpp"
+#include "reading_service/multiprocessing/transport/crew.hpp"
 #include "reading_service/multiprocessing/transport/endpoint.hpp"
 #include "reading_service/multiprocessing/transport/error_report.hpp"
 #include "reading_service/multiprocessing/transport/ring.hpp"
@@ -28,8 +29,8 @@
 
 namespace dpipe::detail::mp {
 
-/// A child stops waiting when the main process tells it to stop, and exits at once when the main
-/// process is gone.
+/// A child stops waiting when the main process tells it to stop, and a child process exits at
+/// once when the main process is gone.
 class ChildLiveness final : public Liveness {
  public:
   ChildLiveness(const ChildSlot& slot, pid_t parent) : slot_(&slot), parent_(parent) {}
@@ -61,21 +62,20 @@ struct ChildProgress {
 };
 
 /// Thread-safety: the child's one thread.
-class ChildLoop {
+class ChildLoop : public ChildBody {
  public:
   ChildLoop(const ChildLoop&) = delete;
   ChildLoop& operator=(const ChildLoop&) = delete;
-  virtual ~ChildLoop() = default;
 
   /// Runs until the main process says stop; returns the exit status.
-  int run();
+  int run() override;
 
  protected:
   /// A child called `name` ("worker process 1") of the group `launch` describes, running as
   /// `info` (the dispatching process: worker 0 of N) a graph yielding `expected_type`, on its
-  /// slot and control ring.
+  /// slot and control ring; a thread leaves the exceptions it reports in `exception`.
   ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo info, std::string expected_type, ChildSlot& slot,
-            RingMemory control);
+            RingMemory control, ExceptionSlot* exception);
 
   /// Builds the graph (`make_root`), then continues from the checkpoint, if any, at `restored`.
   /// When restoring, the main process waits for the answer: kRestored (a RestoreAck) or kError,
@@ -131,6 +131,7 @@ class ChildLoop {
   std::string expected_type_;  // what the child's graph yields
   DataPipePtr root_;
   std::unique_ptr<ElementEncoder> encoder_;
+  ExceptionSlot* exception_;  // threads: where fail() leaves the exception; else null
   ChildProgress progress_;
   bool paused_ = false;
 
@@ -179,18 +180,6 @@ void ChildLoop::start(MakeRoot&& make_root, const std::vector<std::byte>* restor
     replies().write_record(RecordKind::kError, to_bytes(*startup_error_));
   } else {
     replies().write_record(RecordKind::kRestored, to_bytes(RestoreAck{progress_.ended, progress_.failed}));
-  }
-}
-
-/// Runs a child's body `Loop` (built from the launch, then run()); returns its exit status, 71
-/// when it cannot even start.
-template <class Loop>
-int run_child(const ChildLaunch& launch) noexcept {
-  try {
-    Loop loop(launch);
-    return loop.run();
-  } catch (...) {
-    return 71;
   }
 }
 

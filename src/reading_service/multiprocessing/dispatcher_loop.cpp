@@ -1,5 +1,5 @@
-// The dispatching process: runs the dispatched branch once and deals element j to worker j mod N
-// through the dispatch rings.
+// The dispatching child (process or thread): runs the dispatched branch once and deals element j
+// to worker j mod N through the dispatch rings.
 
 #include <algorithm>
 #include <utility>
@@ -21,17 +21,18 @@ constexpr std::size_t kBufferSize = 1000;
 class Dispatcher final : public ChildLoop {
  public:
   explicit Dispatcher(const ChildLaunch& launch)
-      : ChildLoop(launch, "dispatching process", WorkerInfo{launch.plan->config.num_workers, 0},
-                  launch.plan->dispatched->element_type(), launch.pool->dispatcher(),
-                  launch.pool->dispatcher_control()),
+      : ChildLoop(launch, dispatcher_name(launch.plan->config), WorkerInfo{launch.plan->config.num_workers, 0},
+                  launch.plan->dispatched->element_type(), launch.pool->dispatcher(), launch.pool->dispatcher_control(),
+                  launch.exceptions != nullptr ? &launch.exceptions[launch.plan->config.num_workers] : nullptr),
         reply_(launch.pool->reply_ring(), endpoint_, &launch.pool->main_bell(), "the main process") {
     const std::uint64_t budget = std::max<std::size_t>(1, plan_.config.worker_prefetch_cnt);
+    const ElementHandoff* handoff = plan_.handoff(plan_.dispatched);
     for (std::size_t w = 0; w < info_.num_workers; ++w) {
       outlets_.push_back(std::make_unique<RingSink>(launch.pool->dispatch_ring(w), endpoint_,
-                                                    &launch.pool->worker(w).bell, "worker process " + std::to_string(w),
-                                                    RingSink::Mode::kSpilling, budget));
+                                                    &launch.pool->worker(w).bell, worker_name(plan_.config, w),
+                                                    RingSink::Mode::kSpilling, budget, handoff));
     }
-    start([&] { set_root(plan_.dispatched); },
+    start([&] { set_root(plan_.config.threads ? graph::clone(plan_.dispatched) : plan_.dispatched); },
           launch.restored != nullptr && launch.restored->dispatcher ? &*launch.restored->dispatcher : nullptr);
   }
 
@@ -107,6 +108,6 @@ class Dispatcher final : public ChildLoop {
 
 }  // namespace
 
-int run_dispatcher(const ChildLaunch& launch) noexcept { return run_child<Dispatcher>(launch); }
+std::unique_ptr<ChildBody> make_dispatcher(const ChildLaunch& launch) { return std::make_unique<Dispatcher>(launch); }
 
 }  // namespace dpipe::detail::mp

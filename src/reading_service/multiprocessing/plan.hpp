@@ -5,15 +5,25 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <sys/types.h>
 #include <vector>
 
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 
+namespace dpipe {
+class ElementHandoff;
+class ElementEncoder;
+class RecordSource;
+}  // namespace dpipe
+
 namespace dpipe::detail::mp {
 
+class ChildBody;
+class ExceptionSlot;
 class SharedPool;
 
 /// The service's options, as the process group uses them.
@@ -26,14 +36,28 @@ struct GroupConfig {
   std::chrono::milliseconds stall_warning{0};
   WorkerInitFunction worker_init_fn;
   WorkerResetFunction worker_reset_fn;
+  bool threads = false;  // the children are threads of this process, not forked processes
 };
+
+/// "worker process 1" or "worker thread 1"; "dispatching process" or "dispatching thread".
+[[nodiscard]] std::string worker_name(const GroupConfig& config, std::size_t worker_id);
+[[nodiscard]] std::string dispatcher_name(const GroupConfig& config);
 
 /// What runs where.
 struct GroupPlan {
   GroupConfig config;
-  DataPipePtr branch;       // each worker runs a copy (the child's memory image) of this graph
+  DataPipePtr branch;       // each worker runs a copy (its memory image, or a clone for a thread) of this graph
   DataPipePtr placeholder;  // in `branch`, where the dispatched elements enter; or null
   DataPipePtr dispatched;   // the root of the dispatching process's graph; or null
+
+  /// How the elements of `node` (the branch's or the dispatched branch's root) leave the child
+  /// that makes them: encoded for processes, as handles for threads.
+  [[nodiscard]] std::unique_ptr<ElementEncoder> encoder(const DataPipePtr& node) const;
+  /// The node named `name` that yields `node`'s elements from `source` where they arrive.
+  [[nodiscard]] DataPipePtr receiver(const DataPipePtr& node, std::shared_ptr<RecordSource> source,
+                                     std::string name) const;
+  /// The handles of `node`'s element type for threads; null for processes.
+  [[nodiscard]] const ElementHandoff* handoff(const DataPipePtr& node) const;
 };
 
 /// A checkpoint of the processes: the epoch counter and each child's fields (StateStore::to_bytes).
@@ -47,14 +71,15 @@ struct GroupState {
 struct ChildLaunch {
   const SharedPool* pool = nullptr;
   const GroupPlan* plan = nullptr;
-  std::size_t worker_id = 0;  // for a worker
-  pid_t parent = 0;
+  std::size_t worker_id = 0;             // for a worker
+  pid_t parent = 0;                      // the main process; 0 for threads, which have no parent to lose
   const GroupState* restored = nullptr;  // continue from a checkpoint, or null
+  ExceptionSlot* exceptions = nullptr;   // threads: one per child (workers, then the dispatcher); else null
 };
 
-/// The body of worker process `launch.worker_id`; returns its exit status.
-int run_worker(const ChildLaunch& launch) noexcept;
-/// The body of the dispatching process.
-int run_dispatcher(const ChildLaunch& launch) noexcept;
+/// The body of worker `launch.worker_id`, built in the child.
+[[nodiscard]] std::unique_ptr<ChildBody> make_worker(const ChildLaunch& launch);
+/// The body of the dispatching child, built in the child.
+[[nodiscard]] std::unique_ptr<ChildBody> make_dispatcher(const ChildLaunch& launch);
 
 }  // namespace dpipe::detail::mp

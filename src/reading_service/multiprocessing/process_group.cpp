@@ -3,6 +3,7 @@
 #include "process_group.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -10,7 +11,8 @@
 #include <dpipe/core/error.hpp>
 
 #include "reading_service/multiprocessing/protocol.hpp"
-#include "reading_service/multiprocessing/transport/error_report.hpp"
+#include "reading_service/multiprocessing/transport/child_threads.hpp"
+#include "reading_service/multiprocessing/transport/children.hpp"
 
 namespace dpipe::detail::mp {
 namespace {
@@ -20,11 +22,17 @@ constexpr std::size_t kDispatchRing = std::size_t{1} << 20;
 constexpr std::size_t kReplyRing = std::size_t{1} << 20;
 constexpr std::chrono::milliseconds kShutdownGrace{2000};
 
+/// A worker thread's data ring holds handles of 8 bytes: this much room takes any prefetch count.
+constexpr std::size_t kHandleRecordBytes = 64;
+
 PoolSizes pool_sizes(const GroupPlan& plan) {
   PoolSizes sizes;
   sizes.workers = plan.config.num_workers;
   sizes.dispatcher = plan.dispatched != nullptr;
-  sizes.data_ring = ring_capacity(plan.config.queue_bytes);
+  sizes.data_ring =
+      ring_capacity(plan.config.threads ? 2 * kHandleRecordBytes *
+                                              (plan.config.worker_prefetch_cnt + plan.config.main_prefetch_cnt + 16)
+                                        : plan.config.queue_bytes);
   sizes.dispatch_ring = kDispatchRing;
   sizes.control_ring = kControlRing;
   sizes.reply_ring = kReplyRing;
@@ -40,8 +48,8 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
 
 /// What the child of index `child` (the workers, then the dispatching process) is doing, for a
 /// stall report: "it has been running its pipeline for 31.2 s: a user function may be stuck".
-std::string describe_state(const SharedPool& pool, const Children& children, std::size_t workers, std::size_t child) {
-  if (is_stopped(children.list().at(child).pid)) return "it is stopped (by SIGSTOP or a debugger)";
+std::string describe_state(const SharedPool& pool, const Crew& crew, std::size_t workers, std::size_t child) {
+  if (crew.is_stopped(child)) return "it is stopped (by SIGSTOP or a debugger)";
   const ActivityBoard& board = child < workers ? pool.worker(child).board : pool.dispatcher().board;
   const std::string duration = describe_duration(board.duration());
   switch (board.get()) {
@@ -61,19 +69,15 @@ std::string describe_state(const SharedPool& pool, const Children& children, std
 
 /// A stall of `waited` on worker `worker`'s data ring: the TimeoutError's text when `timed_out`,
 /// else a warning's. A worker that itself waits for the dispatching process names that process.
-std::string describe_stall(const SharedPool& pool, const Children& children, std::size_t workers, std::size_t worker,
+std::string describe_stall(const SharedPool& pool, const Crew& crew, std::size_t workers, std::size_t worker,
                            std::chrono::nanoseconds waited, bool timed_out) {
-  const auto& list = children.list();
-  const auto who = [&](std::size_t child) {
-    return fmt::format("{} (pid {})", list.at(child).name, list.at(child).pid);
-  };
   const std::string how_long = describe_duration(waited) + (timed_out ? " (the timeout)" : "");
-  if (list.size() > workers && pool.worker(worker).board.get() == Activity::kWaitingForDispatcher) {
+  if (crew.size() > workers && pool.worker(worker).board.get() == Activity::kWaitingForDispatcher) {
     return fmt::format("MultiProcessingReadingService: the {} sent nothing for {} to {}, which waits for it; {}",
-                       who(workers), how_long, who(worker), describe_state(pool, children, workers, workers));
+                       crew.who(workers), how_long, crew.who(worker), describe_state(pool, crew, workers, workers));
   }
-  return fmt::format("MultiProcessingReadingService: {} sent nothing for {}; {}", who(worker), how_long,
-                     describe_state(pool, children, workers, worker));
+  return fmt::format("MultiProcessingReadingService: {} sent nothing for {}; {}", crew.who(worker), how_long,
+                     describe_state(pool, crew, workers, worker));
 }
 
 /// A child's reply to a checkpoint request: its state, or (kError) why it cannot save it.
@@ -94,40 +98,64 @@ std::vector<std::vector<std::byte>> take_states(std::vector<Reply> replies) {
   return states;
 }
 
+/// The children of groups whose threads did not stop, and what they use: kept for good.
+void abandon(std::shared_ptr<const void> resources) {
+  static std::mutex mutex;
+  static std::vector<std::shared_ptr<const void>> abandoned;
+  const std::lock_guard lock(mutex);
+  abandoned.push_back(std::move(resources));
+}
+
 }  // namespace
 
+ProcessGroup::Resources::Resources(const GroupPlan& group_plan)
+    : plan(group_plan),
+      pool(pool_sizes(plan)),
+      exceptions(plan.config.threads ? std::make_unique<ExceptionSlot[]>(plan.config.num_workers + 1) : nullptr),
+      crew(plan.config.threads ? std::unique_ptr<Crew>(std::make_unique<ChildThreads>())
+                               : std::unique_ptr<Crew>(std::make_unique<Children>())) {}
+
 ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
-    : plan_(plan),
-      resources_(std::make_shared<Resources>(pool_sizes(plan))),
+    : resources_(std::make_shared<Resources>(plan)),
+      plan_(resources_->plan),
       pool_(resources_->pool),
-      children_(resources_->children),
+      crew_(*resources_->crew),
       generation_(resources_->generation) {
   const std::size_t workers = plan_.config.num_workers;
   if (restored != nullptr) generation_ = restored->generation;
-  // Child k is worker k; the dispatching process comes last.
-  const pid_t parent = getpid();
-  for (std::size_t w = 0; w < workers; ++w) {
-    const ChildLaunch launch{&pool_, &plan_, w, parent, restored};
-    children_.add(fork_child([&] { return run_worker(launch); }), fmt::format("worker process {}", w));
-  }
-  if (plan_.dispatched) {
-    const ChildLaunch launch{&pool_, &plan_, 0, parent, restored};
-    children_.add(fork_child([&] { return run_dispatcher(launch); }), "dispatching process");
+  // Child k is worker k; the dispatching child comes last.
+  const pid_t parent = plan_.config.threads ? 0 : getpid();
+  ExceptionSlot* exceptions = resources_->exceptions.get();
+  try {
+    for (std::size_t w = 0; w < workers; ++w) {
+      const ChildLaunch launch{&pool_, &plan_, w, parent, restored, exceptions};
+      crew_.start(worker_name(plan_.config, w), [launch] { return make_worker(launch); });
+    }
+    if (plan_.dispatched) {
+      const ChildLaunch launch{&pool_, &plan_, 0, parent, restored, exceptions};
+      crew_.start(dispatcher_name(plan_.config), [launch] { return make_dispatcher(launch); });
+    }
+  } catch (...) {
+    stop();
+    throw;
   }
   for (std::size_t w = 0; w < workers; ++w) controls_.emplace_back(pool_.worker_control(w));
   if (plan_.dispatched) {
     controls_.emplace_back(pool_.dispatcher_control());
     dispatcher_replies_.emplace(
-        StreamLink{pool_.reply_ring(), &pool_.dispatcher().bell, nullptr, "dispatching process"});
+        StreamLink{pool_.reply_ring(), &pool_.dispatcher().bell, nullptr, dispatcher_name(plan_.config)});
   }
+  const ElementHandoff* handoff = plan_.handoff(plan_.branch);
   std::vector<StreamLink> inputs;
   for (std::size_t w = 0; w < workers; ++w) {
     // The merge may outlive this group: the description reads the resources it keeps alive.
-    inputs.push_back(StreamLink{
-        pool_.data_ring(w), &pool_.worker(w).bell, nullptr, fmt::format("worker process {}", w),
-        Activity::kWaitingForDispatcher, [resources = resources_.get(), workers, w](auto waited, bool timed_out) {
-          return describe_stall(resources->pool, resources->children, workers, w, waited, timed_out);
-        }});
+    inputs.push_back(StreamLink{pool_.data_ring(w), &pool_.worker(w).bell, nullptr, worker_name(plan_.config, w),
+                                Activity::kWaitingForDispatcher,
+                                [resources = resources_.get(), workers, w](auto waited, bool timed_out) {
+                                  return describe_stall(resources->pool, *resources->crew, workers, w, waited,
+                                                        timed_out);
+                                },
+                                handoff, exceptions != nullptr ? &exceptions[w] : nullptr});
   }
   // The merge may outlive this group (the main process's graph holds it): it keeps the resources.
   merge_ = std::make_shared<RecordMerge>(
@@ -186,7 +214,7 @@ void ProcessGroup::send(RingWriter& control, std::size_t child, const std::vecto
       [&] {
         return fmt::format(
             "MultiProcessingReadingService: {} has not read its control messages for {} ms (the timeout)",
-            children_.list().at(child).name, plan_.config.timeout.count());
+            crew_.name(child), plan_.config.timeout.count());
       },
       Activity::kWaitingForCommand);
   control.clear_wake();
@@ -256,30 +284,30 @@ GroupState ProcessGroup::checkpoint() {
 }
 
 void ProcessGroup::interrupt() noexcept {
-  children_.interrupt();
+  crew_.interrupt();
   pool_.main_bell().ring();
 }
 
 void ProcessGroup::stop() noexcept {
   if (stopped_) return;
   stopped_ = true;
-  for (std::size_t child = 0; child < children_.list().size(); ++child) {
+  for (std::size_t child = 0; child < crew_.size(); ++child) {
     slot(child).stop.store(1, std::memory_order_release);
     slot(child).bell.ring();
   }
-  children_.stop(kShutdownGrace);
+  if (!crew_.stop(kShutdownGrace)) abandon(resources_);  // a thread that did not stop still uses them
 }
 
 std::vector<pid_t> ProcessGroup::worker_pids() const {
-  std::vector<pid_t> pids;
-  const auto& children = children_.list();
-  for (std::size_t w = 0; w < std::min(children.size(), plan_.config.num_workers); ++w) pids.push_back(children[w].pid);
+  auto pids = crew_.pids();
+  pids.resize(std::min(pids.size(), plan_.config.num_workers));
   return pids;
 }
 
 std::optional<pid_t> ProcessGroup::dispatcher_pid() const {
-  if (!plan_.dispatched || children_.list().size() <= plan_.config.num_workers) return std::nullopt;
-  return children_.list().back().pid;
+  const auto pids = crew_.pids();
+  if (!plan_.dispatched || pids.size() <= plan_.config.num_workers) return std::nullopt;
+  return pids.back();
 }
 
 }  // namespace dpipe::detail::mp

@@ -1,7 +1,7 @@
 #pragma once
-// ProcessGroup: the worker processes and the dispatching process of one
-// MultiProcessingReadingService, the shared memory they talk through, and the main process's side
-// of their protocol (protocol.hpp). Private to the library.
+// ProcessGroup: the workers and the dispatching child of one MultiProcessingReadingService,
+// processes or threads (a Crew), the shared memory they talk through, and the main process's side
+// of their protocol (protocol.hpp), the same for both. Private to the library.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,8 @@
 #include <dpipe/random/seed_generator.hpp>
 
 #include "reading_service/multiprocessing/plan.hpp"
-#include "reading_service/multiprocessing/transport/children.hpp"
+#include "reading_service/multiprocessing/transport/crew.hpp"
+#include "reading_service/multiprocessing/transport/error_report.hpp"
 #include "reading_service/multiprocessing/transport/record_merge.hpp"
 #include "reading_service/multiprocessing/transport/record_stream.hpp"
 #include "reading_service/multiprocessing/transport/shared_pool.hpp"
@@ -24,7 +25,8 @@ namespace dpipe::detail::mp {
 /// loader's thread waits).
 class ProcessGroup {
  public:
-  /// Forks the processes `plan` describes; they continue from `restored` when given.
+  /// Starts the children `plan` describes (forks them, or starts threads); they continue from
+  /// `restored` when given.
   ProcessGroup(const GroupPlan& plan, const GroupState* restored);
   /// Stops the processes (stop()).
   ~ProcessGroup();
@@ -47,8 +49,8 @@ class ProcessGroup {
   /// Makes every wait of the main process's side throw UsageError from now on (a thread of the
   /// main process's graph blocked on a worker returns at once).
   void interrupt() noexcept;
-  /// Tells the processes to exit, kills those that have not after two seconds, reaps them all.
-  /// Idempotent.
+  /// Tells the children to exit, and ends those that have not after two seconds: kills a process,
+  /// detaches a thread (keeping what it uses alive for good). Idempotent.
   void stop() noexcept;
 
   [[nodiscard]] std::vector<pid_t> worker_pids() const;
@@ -62,21 +64,24 @@ class ProcessGroup {
   void await_restored();
   [[nodiscard]] ChildSlot& slot(std::size_t child) const;  // workers, then the dispatcher
   [[nodiscard]] Endpoint endpoint() {
-    return Endpoint{&pool_.main_bell(), &children_, plan_.config.timeout, nullptr, plan_.config.stall_warning};
+    return Endpoint{&pool_.main_bell(), &crew_, plan_.config.timeout, nullptr, plan_.config.stall_warning};
   }
 
   /// What the merge needs too: it keeps them alive while the main process's graph holds it.
+  /// Threads read the plan too, and may outlive the group (see stop()).
   struct Resources {
-    explicit Resources(const PoolSizes& sizes) : pool(sizes) {}
+    explicit Resources(const GroupPlan& group_plan);
+    GroupPlan plan;
     SharedPool pool;
-    Children children;             // destroyed before pool: no child outlives the memory's owner
-    std::uint64_t generation = 0;  // the epochs started (see protocol.hpp)
+    std::unique_ptr<ExceptionSlot[]> exceptions;  // threads: one per child; else null
+    std::unique_ptr<Crew> crew;                   // destroyed before pool: no child outlives the memory's owner
+    std::uint64_t generation = 0;                 // the epochs started (see protocol.hpp)
   };
 
-  GroupPlan plan_;
   std::shared_ptr<Resources> resources_;
+  const GroupPlan& plan_;
   SharedPool& pool_;
-  Children& children_;
+  Crew& crew_;
   std::uint64_t& generation_;
   std::vector<RingWriter> controls_;  // one per worker, then the dispatcher's
   std::shared_ptr<RecordMerge> merge_;

@@ -1,5 +1,5 @@
-// A worker process: runs its copy of the replicable branch and streams the elements into its data
-// ring.
+// A worker (process or thread): runs its copy of the replicable branch and streams the elements
+// into its data ring.
 
 #include <algorithm>
 #include <memory>
@@ -25,28 +25,45 @@ constexpr std::size_t kBatch = 16;
 class Worker final : public ChildLoop {
  public:
   explicit Worker(const ChildLaunch& launch)
-      : ChildLoop(launch, fmt::format("worker process {}", launch.worker_id),
+      : ChildLoop(launch, worker_name(launch.plan->config, launch.worker_id),
                   WorkerInfo{launch.plan->config.num_workers, launch.worker_id}, launch.plan->branch->element_type(),
-                  launch.pool->worker(launch.worker_id), launch.pool->worker_control(launch.worker_id)),
+                  launch.pool->worker(launch.worker_id), launch.pool->worker_control(launch.worker_id),
+                  launch.exceptions != nullptr ? &launch.exceptions[launch.worker_id] : nullptr),
         sink_(launch.pool->data_ring(launch.worker_id), endpoint_, &launch.pool->main_bell(), "the main process"),
         budget_(std::max<std::size_t>(
             1, plan_.config.worker_prefetch_cnt +
                    (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)) {
-    start([&] { build_graph(*launch.pool); },
+    start([&] { build_graph(launch); },
           launch.restored != nullptr ? &launch.restored->workers.at(info_.worker_id) : nullptr);
   }
 
  private:
-  void build_graph(const SharedPool& pool) {
-    root_ = plan_.branch;
+  void build_graph(const ChildLaunch& launch) {
+    // A forked worker runs the branch of its memory image; a thread its own copy.
+    root_ = plan_.config.threads ? graph::clone(plan_.branch) : plan_.branch;
     if (plan_.dispatched) {
+      const SharedPool& pool = *launch.pool;
       const std::size_t w = info_.worker_id;
       feed_ = std::make_shared<RecordMerge>(
-          std::vector<StreamLink>{StreamLink{pool.dispatch_ring(w), &pool.dispatcher().bell, &pool.dispatcher().bell,
-                                             "dispatching process"}},
+          std::vector<StreamLink>{
+              StreamLink{pool.dispatch_ring(w),
+                         &pool.dispatcher().bell,
+                         &pool.dispatcher().bell,
+                         dispatcher_name(plan_.config),
+                         Activity::kWaitingForDispatcher,
+                         {},
+                         plan_.handoff(plan_.dispatched),
+                         launch.exceptions != nullptr ? &launch.exceptions[info_.num_workers] : nullptr}},
           endpoint_, [this] { return progress_.generation; });
-      auto decoder = apply_typed_op<ops::Decode>(plan_.dispatched, feed_, "from_dispatcher");
-      root_ = graph::replace_dp(graph::traverse_dps(root_), plan_.placeholder, decoder).root();
+      auto receiver = plan_.receiver(plan_.dispatched, feed_, "from_dispatcher");
+      const auto placeholders = graph::find_dps<PlaceholderTag>(graph::traverse_dps(root_));
+      if (placeholders.size() != 1) {
+        DPIPE_THROW(Error, "dpipe internal error: the branch holds {} placeholders for the dispatched branch",
+                    placeholders.size());
+      }
+      root_ = graph::replace_dp(graph::traverse_dps(root_), std::dynamic_pointer_cast<DataPipe>(placeholders.front()),
+                                receiver)
+                  .root();
     }
     graph::apply_sharding(root_, info_.num_workers, info_.worker_id, ShardingPriority::kMultiprocessing);
     set_root(plan_.config.worker_init_fn ? plan_.config.worker_init_fn(root_, info_) : root_);
@@ -90,6 +107,6 @@ class Worker final : public ChildLoop {
 
 }  // namespace
 
-int run_worker(const ChildLaunch& launch) noexcept { return run_child<Worker>(launch); }
+std::unique_ptr<ChildBody> make_worker(const ChildLaunch& launch) { return std::make_unique<Worker>(launch); }
 
 }  // namespace dpipe::detail::mp

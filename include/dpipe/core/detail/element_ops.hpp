@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <dpipe/core/detail/element_channel.hpp>
+#include <dpipe/core/detail/element_handoff.hpp>
 #include <dpipe/core/detail/placeholder.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
@@ -34,6 +35,7 @@ DataPipePtr make_decoder(const DataPipePtr& /*node*/, std::shared_ptr<RecordSour
 template <class T>
 void register_element_ops() {
   register_typed_op_once<ops::Placeholder, T, &make_placeholder<T>>();
+  register_typed_op_once<ops::Handoff, T, &handoff_of<T>>();
   if constexpr (serializable<T>) {
     register_typed_op_once<ops::Encode, T, &make_encoder<T>>();
     register_typed_op_once<ops::Decode, T, &make_decoder<T>>();

@@ -66,8 +66,29 @@ pid_t fork_child(const std::function<int()>& body) {
   _exit(code);  // no atexit handlers, no destructors of the parent's objects, no stdio flush
 }
 
-bool is_stopped(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+void Children::start(std::string name, const MakeChild& make) {
+  const pid_t pid = fork_child([&] {
+    try {
+      return make()->run();
+    } catch (...) {
+      return 71;  // it cannot even start
+    }
+  });
+  children_.push_back(Child{pid, std::move(name)});
+}
+
+std::string Children::who(std::size_t child) const {
+  return fmt::format("{} (pid {})", children_.at(child).name, children_.at(child).pid);
+}
+
+std::vector<pid_t> Children::pids() const {
+  std::vector<pid_t> pids;
+  for (const auto& child : children_) pids.push_back(child.pid);
+  return pids;
+}
+
+bool Children::is_stopped(std::size_t child) const {
+  std::ifstream stat("/proc/" + std::to_string(children_.at(child).pid) + "/stat");
   std::string text;
   std::getline(stat, text);
   // "pid (command) S ...": the state follows the command, which may hold spaces and parentheses.
@@ -101,7 +122,7 @@ void Children::check(bool thorough) {
   }
 }
 
-void Children::stop(std::chrono::milliseconds grace) noexcept {
+bool Children::stop(std::chrono::milliseconds grace) noexcept {
   // After a timeout a child is stuck: the error reaches the caller now, not after a grace period.
   const auto deadline = std::chrono::steady_clock::now() + (timed_out_ ? std::chrono::milliseconds(0) : grace);
   for (auto& child : children_) {
@@ -128,8 +149,9 @@ void Children::stop(std::chrono::milliseconds grace) noexcept {
     child.reaped = true;
     child.status = status;
   }
+  return true;
 }
 
-Children::~Children() { stop(std::chrono::milliseconds(0)); }
+Children::~Children() { (void)stop(std::chrono::milliseconds(0)); }
 
 }  // namespace dpipe::detail::mp

@@ -1,6 +1,6 @@
 #pragma once
 // The child processes of a MultiProcessingReadingService: forking them, noticing their deaths,
-// and ending them. Private to the library.
+// and ending them (the Crew of the forking service). Private to the library.
 
 #include <atomic>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "endpoint.hpp"
+#include "crew.hpp"
 
 namespace dpipe::detail::mp {
 
@@ -20,9 +20,6 @@ namespace dpipe::detail::mp {
 /// SIGTERM (the main process decides how a Ctrl-C or a scheduler's preemption ends the workers).
 pid_t fork_child(const std::function<int()>& body);
 
-/// Whether process `pid` is stopped (by SIGSTOP, or a debugger), from /proc.
-[[nodiscard]] bool is_stopped(pid_t pid);
-
 /// A forked child: its pid, its name in messages ("worker process 1"), and how it ended.
 struct Child {
   pid_t pid = -1;
@@ -31,29 +28,33 @@ struct Child {
   int status = 0;
 };
 
-/// The main process's view of its children. Thread-safety: one thread at a time.
-class Children final : public Liveness {
+/// The main process's view of its children. Thread-safety: one thread at a time, but interrupt().
+class Children final : public Crew {
  public:
   Children() = default;
   Children(const Children&) = delete;
   Children& operator=(const Children&) = delete;
   /// Ends the children that still run (see stop()).
-  ~Children();
+  ~Children() override;
 
-  void add(pid_t pid, std::string name) { children_.push_back(Child{pid, std::move(name)}); }
-  [[nodiscard]] const std::vector<Child>& list() const noexcept { return children_; }
+  /// Forks the child (fork_child); it exits with run()'s status, or 71 when make() throws.
+  void start(std::string name, const MakeChild& make) override;
+  [[nodiscard]] std::size_t size() const noexcept override { return children_.size(); }
+  [[nodiscard]] const std::string& name(std::size_t child) const override { return children_.at(child).name; }
+  [[nodiscard]] std::string who(std::size_t child) const override;
+  [[nodiscard]] bool is_stopped(std::size_t child) const override;
+  [[nodiscard]] std::vector<pid_t> pids() const override;
 
   /// Throws WorkerError naming the first child that died (checked with waitpid when `thorough`),
   /// or UsageError after interrupt().
   void check(bool thorough) override;
-  /// Ends every wait on the children from now on (shutdown). Thread-safe.
-  void interrupt() noexcept { interrupted_.store(true, std::memory_order_release); }
+  void interrupt() noexcept override { interrupted_.store(true, std::memory_order_release); }
   /// A wait on a child timed out: it is stuck, and stop() kills without waiting for it to end.
   void timed_out() noexcept override { timed_out_ = true; }
 
   /// Waits up to `grace` for every child to exit (they were told to), then kills the rest with
   /// SIGKILL, and reaps them all. Never blocks longer than `grace` plus the kernel's kill time.
-  void stop(std::chrono::milliseconds grace) noexcept;
+  bool stop(std::chrono::milliseconds grace) noexcept override;
 
  private:
   /// Reaps `child` if it ended; returns whether it did.

@@ -18,6 +18,11 @@ RecordMerge::RecordMerge(std::vector<StreamLink> inputs, Endpoint endpoint, std:
   live_ = inputs_.size();
 }
 
+RecordMerge::~RecordMerge() {
+  release_held();
+  for (auto& input : inputs_) input.discard_remaining();
+}
+
 void RecordMerge::release_held() {
   if (held_ == nullptr) return;
   held_->release_piece(held_piece_);
@@ -51,6 +56,7 @@ std::optional<std::span<const std::byte>> RecordMerge::next() {
         continue;
       case RecordKind::kError:
         failure_ = from_bytes<ErrorReport>(piece.bytes);
+        failure_->original = input.writer_exception();
         input.release_piece(piece);
         throw_worker_error(*failure_);
       default:

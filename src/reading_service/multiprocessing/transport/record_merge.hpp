@@ -37,6 +37,8 @@ class RecordMerge final : public RecordSource {
               std::shared_ptr<const void> owner = nullptr);
   RecordMerge(const RecordMerge&) = delete;
   RecordMerge& operator=(const RecordMerge&) = delete;
+  /// Discards the handles still in the inputs (worker threads): the writers must have ended.
+  ~RecordMerge() override;
 
   std::optional<std::span<const std::byte>> next() override;
   void reset() override;

@@ -83,6 +83,7 @@ bool RecordStream::skip_out_of_sync(const Endpoint& endpoint, std::uint64_t gene
   if (synced_) return false;
   // A record of an epoch the reader has left: drop it, with its parts.
   bool more = record.more;
+  if (!more) discard(record.kind, record.payload);
   release(record);
   while (more) {
     const auto part = wait_record(endpoint);
@@ -143,17 +144,49 @@ RecordKind RecordStream::read_reply(const Endpoint& endpoint, std::vector<std::b
 }
 
 void RecordStream::reset() noexcept {
+  for (const auto& stored : stored_) discard(stored.kind, stored.bytes);
   stored_.clear();
   synced_ = false;
 }
 
+void RecordStream::discard_remaining() noexcept {
+  if (link_.handoff == nullptr) return;
+  reset();
+  while (const auto record = reader_.peek()) {
+    if (!record->more) discard(record->kind, record->payload);
+    (void)reader_.release(*record);
+  }
+}
+
+void RecordStream::adopt_elements(const std::string& scope, std::vector<Stored>& records) const {
+  std::size_t adopted = 0;
+  try {
+    for (; adopted < records.size(); ++adopted) {
+      Stored& record = records[adopted];
+      if (record.kind == RecordKind::kElement) record.bytes = link_.handoff->adopt(record.bytes);
+    }
+  } catch (const SerializationError& error) {
+    for (std::size_t i = 0; i < adopted; ++i) discard(records[i].kind, records[i].bytes);
+    DPIPE_THROW(StateError, "{}: the checkpoint holds an element that does not decode ({})", scope, error.what());
+  } catch (...) {
+    for (std::size_t i = 0; i < adopted; ++i) discard(records[i].kind, records[i].bytes);
+    throw;
+  }
+}
+
 void RecordStream::save(StateWriter& writer) const {
-  writer.write("stored", std::vector<Stored>(stored_.begin(), stored_.end()));
+  std::vector<Stored> stored(stored_.begin(), stored_.end());
+  if (link_.handoff != nullptr) {
+    for (auto& record : stored) {
+      if (record.kind == RecordKind::kElement) record.bytes = link_.handoff->encode(record.bytes);
+    }
+  }
+  writer.write("stored", stored);
 }
 
 void RecordStream::load(const StateReader& reader) {
   auto stored = reader.read<std::vector<Stored>>("stored");
-  for (const auto& record : stored) {
+  for (auto& record : stored) {
     if (record.kind != RecordKind::kElement && record.kind != RecordKind::kEnd && record.kind != RecordKind::kError) {
       DPIPE_THROW(StateError, "the checkpoint's field {}:stored holds a record of kind {}", reader.name(),
                   static_cast<int>(record.kind));
@@ -167,6 +200,8 @@ void RecordStream::load(const StateReader& reader) {
       }
     }
   }
+  if (link_.handoff != nullptr) adopt_elements(reader.name(), stored);
+  reset();
   stored_.assign(std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()));
   synced_ = true;
 }

@@ -16,9 +16,11 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/element_handoff.hpp>
 #include <dpipe/core/state.hpp>
 
 #include "reading_service/multiprocessing/transport/endpoint.hpp"
+#include "reading_service/multiprocessing/transport/error_report.hpp"
 #include "reading_service/multiprocessing/transport/ring.hpp"
 
 namespace dpipe::detail::mp {
@@ -34,13 +36,16 @@ struct StreamLink {
   using DescribeStall = std::function<std::string(std::chrono::nanoseconds waited, bool timed_out)>;
 
   StreamLink(RingMemory ring_memory, Bell* writer, Bell* feeder, std::string writer_name,
-             Activity waits = Activity::kWaitingForDispatcher, DescribeStall describe = {})
+             Activity waits = Activity::kWaitingForDispatcher, DescribeStall describe = {},
+             const ElementHandoff* element_handoff = nullptr, const ExceptionSlot* writer_exception = nullptr)
       : ring(ring_memory),
         writer_bell(writer),
         feeder_bell(feeder),
         name(std::move(writer_name)),
         reader_waits(waits),
-        describe_stall(std::move(describe)) {}
+        describe_stall(std::move(describe)),
+        handoff(element_handoff),
+        exception(writer_exception) {}
 
   RingMemory ring;
   Bell* writer_bell = nullptr;  // rung after a release when the writer asked for it
@@ -51,6 +56,10 @@ struct StreamLink {
   /// The text of a stall of `waited` on this stream (the TimeoutError's when `timed_out`, else a
   /// warning's); empty: "<name> sent nothing for <waited>".
   DescribeStall describe_stall;
+  /// Worker threads: the elements are handles of this type, and the writer leaves the exception
+  /// its kError records report here. Null for processes.
+  const ElementHandoff* handoff = nullptr;
+  const ExceptionSlot* exception = nullptr;
 };
 
 /// Thread-safety: one reading thread.
@@ -68,6 +77,10 @@ class RecordStream {
   explicit RecordStream(StreamLink link) : link_(std::move(link)), reader_(link_.ring) {}
 
   [[nodiscard]] const std::string& name() const noexcept { return link_.name; }
+  /// The exception behind a kError record just taken, if its writer is a thread.
+  [[nodiscard]] std::exception_ptr writer_exception() const {
+    return link_.exception != nullptr ? link_.exception->get() : nullptr;
+  }
 
   /// The next element, end or error record of epoch `generation`: stored records first, then the
   /// ring's; pause markers and records of older epochs are skipped. A record of a later epoch
@@ -84,8 +97,12 @@ class RecordStream {
 
   /// Forgets stored records and the epoch it followed.
   void reset() noexcept;
+  /// Discards the handles in the stored records and in the ring: call when the writer has ended
+  /// and nothing will read the stream again. Nothing to do for encoded elements.
+  void discard_remaining() noexcept;
 
-  /// Checkpoints: the stored records.
+  /// Checkpoints: the stored records, elements encoded with their Serializer whether they are
+  /// bytes or handles, so that worker processes and worker threads read each other's checkpoints.
   void save(StateWriter& writer) const;
   void load(const StateReader& reader);
   /// Whether a stored record is of kind `kind`.
@@ -114,6 +131,13 @@ class RecordStream {
   /// Follows kResetAck markers; returns true when `record` was consumed as one, or as a stale
   /// record of an older epoch.
   bool skip_out_of_sync(const Endpoint& endpoint, std::uint64_t generation, const RingReader::Record& record);
+  /// Turns the encoded elements of `records` into handles (all or none); StateError naming `scope`
+  /// for one that does not decode.
+  void adopt_elements(const std::string& scope, std::vector<Stored>& records) const;
+  /// Frees the element a record of `kind` holds, when it is a handle nobody will take.
+  void discard(RecordKind kind, std::span<const std::byte> payload) const noexcept {
+    if (kind == RecordKind::kElement && link_.handoff != nullptr) link_.handoff->discard(payload);
+  }
 
   StreamLink link_;
   RingReader reader_;

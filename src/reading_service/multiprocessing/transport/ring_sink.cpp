@@ -15,14 +15,17 @@ constexpr std::size_t kPartBytes = std::size_t{64} << 10;
 }  // namespace
 
 RingSink::RingSink(RingMemory memory, Endpoint endpoint, Bell* reader_bell, std::string reader, Mode mode,
-                   std::uint64_t element_budget)
+                   std::uint64_t element_budget, const ElementHandoff* handoff)
     : writer_(memory),
       endpoint_(endpoint),
       reader_bell_(reader_bell),
       reader_(std::move(reader)),
       mode_(mode),
       element_budget_(element_budget),
+      handoff_(handoff),
       bytes_(static_cast<ByteSink&>(*this)) {}
+
+RingSink::~RingSink() { drop_spilled(); }
 
 bool RingSink::claim(std::size_t min_payload) {
   min_payload = std::clamp<std::size_t>(min_payload, 8, writer_.max_payload());
@@ -178,7 +181,11 @@ void RingSink::request_wake_when_unblocked() {
 
 void RingSink::drop_spilled() {
   while (spilled_.size() > 1 || (spilled_.size() == 1 && spilled_.front().sent == 0 && !spilled_.front().continued)) {
-    if (spilled_.back().kind == RecordKind::kElement && !spilled_.back().continued) --spilled_elements_;
+    const Spilled& last = spilled_.back();
+    if (last.kind == RecordKind::kElement && !last.continued) {
+      --spilled_elements_;
+      if (handoff_ != nullptr) handoff_->discard(last.bytes);
+    }
     spilled_.pop_back();
   }
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <dpipe/core/element_codec.hpp>
+#include <dpipe/core/element_handoff.hpp>
 
 #include "reading_service/multiprocessing/transport/endpoint.hpp"
 #include "reading_service/multiprocessing/transport/ring.hpp"
@@ -26,11 +27,14 @@ class RingSink final : public ElementSink, private ByteSink {
 
   /// Writes into `memory`; waits through `endpoint`; rings `reader_bell` when it publishes.
   /// `reader` names the reading process in messages ("the main process"). A spilling sink starts
-  /// an element in the ring only while fewer than `element_budget` elements are in flight.
+  /// an element in the ring only while fewer than `element_budget` elements are in flight. With
+  /// `handoff`, elements are handles (worker threads): a spilled one that is dropped is discarded.
   RingSink(RingMemory memory, Endpoint endpoint, Bell* reader_bell, std::string reader, Mode mode = Mode::kBlocking,
-           std::uint64_t element_budget = UINT64_MAX);
+           std::uint64_t element_budget = UINT64_MAX, const ElementHandoff* handoff = nullptr);
   RingSink(const RingSink&) = delete;
   RingSink& operator=(const RingSink&) = delete;
+  /// Drops what is spilled (drop_spilled()).
+  ~RingSink();
 
   ByteWriter& begin() override;
   void end() override;
@@ -92,6 +96,7 @@ class RingSink final : public ElementSink, private ByteSink {
   std::string reader_;
   Mode mode_;
   std::uint64_t element_budget_;
+  const ElementHandoff* handoff_;
   ByteWriter bytes_;
   RecordKind kind_ = RecordKind::kElement;
   std::span<std::byte> room_;
