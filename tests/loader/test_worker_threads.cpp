@@ -212,7 +212,7 @@ TEST_CASE("Worker threads: shutdown mid-epoch / after an epoch / while paused jo
   }
 }
 
-TEST_CASE("Worker threads: a stall longer than the timeout raises TimeoutError naming the thread",
+TEST_CASE("Worker threads: a stall longer than the timeout raises TimeoutError naming the thread / detaches it",
           "[concurrency][threads][faults]") {
   auto release = std::make_shared<std::promise<void>>();
   std::shared_future<void> released = release->get_future().share();
@@ -222,23 +222,26 @@ TEST_CASE("Worker threads: a stall longer than the timeout raises TimeoutError n
     if (x == 5) released.wait();  // worker 1 is stuck in user code until the test releases it
     return x;
   });
-  const auto before = ProcessSnapshot::take();
-  {
-    DataLoader2<int> loader(pipe, worker_threads(2, options));
-    std::vector<int> got;
-    try {
-      for (int x : loader) got.push_back(x);
-      FAIL("the epoch ended without a timeout");
-    } catch (const dpipe::TimeoutError& error) {
-      CHECK_THAT(std::string(error.what()),
-                 Catch::Matches("MultiProcessingReadingService: worker thread 1 sent nothing for 300 ms \\(the "
-                                "timeout\\); it has been running its pipeline for [0-9.]+ m?s: a user function may "
-                                "be stuck"));
-    }
-    CHECK(got == range(5));
-    release->set_value();  // the shutdown that follows joins it
+  dpipe::testing::LogCapture log;
+  DataLoader2<int> loader(pipe, worker_threads(2, options));
+  std::vector<int> got;
+  try {
+    for (int x : loader) got.push_back(x);
+    FAIL("the epoch ended without a timeout");
+  } catch (const dpipe::TimeoutError& error) {
+    CHECK_THAT(std::string(error.what()),
+               Catch::Matches("MultiProcessingReadingService: worker thread 1 sent nothing for 300 ms \\(the "
+                              "timeout\\); it has been running its pipeline for [0-9.]+ m?s: a user function may "
+                              "be stuck"));
   }
-  CHECK(ProcessSnapshot::take().threads == before.threads);
+  CHECK(got == range(5));
+  // The loader shut down at the error: a thread cannot be killed, so the stuck one was left running
+  // (with what it uses) instead of making the error wait for it.
+  const auto messages = log.messages();
+  CHECK(std::find(messages.begin(), messages.end(),
+                  "MultiProcessingReadingService: worker thread 1 did not stop (a user function may be stuck); it is "
+                  "left running detached, since a thread cannot be killed") != messages.end());
+  release->set_value();  // it then sees the stop and ends on its own
 }
 
 /// A pipeline whose workers batch their own shard; with `dispatch`, a dispatching branch deals.

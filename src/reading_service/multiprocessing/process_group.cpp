@@ -98,12 +98,13 @@ std::vector<std::vector<std::byte>> take_states(std::vector<Reply> replies) {
   return states;
 }
 
-/// The children of groups whose threads did not stop, and what they use: kept for good.
+/// The children of groups whose threads did not stop, and what they use: kept for good, past
+/// the end of main() too (a detached thread may still run then), so never destroyed.
 void abandon(std::shared_ptr<const void> resources) {
   static std::mutex mutex;
-  static std::vector<std::shared_ptr<const void>> abandoned;
+  static auto* const abandoned = new std::vector<std::shared_ptr<const void>>();
   const std::lock_guard lock(mutex);
-  abandoned.push_back(std::move(resources));
+  abandoned->push_back(std::move(resources));
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ bool ChildThreads::stop(std::chrono::milliseconds grace) noexcept {
     }
     return true;
   };
+  // After a timeout a child is stuck: the error reaches the caller now, not after a grace period.
+  if (timed_out_.load(std::memory_order_acquire)) grace = std::chrono::milliseconds(0);
   const bool ended = ended_.wait_for(lock, grace, all_ended);
   lock.unlock();
   for (auto& child : children_) {
@@ -67,9 +69,9 @@ bool ChildThreads::stop(std::chrono::milliseconds grace) noexcept {
       child->thread.join();
     } else {
       log_warning(
-          "MultiProcessingReadingService: {} did not stop within {} ms (a user function may be stuck); it is "
-          "left running detached",
-          child->name, grace.count());
+          "MultiProcessingReadingService: {} did not stop (a user function may be stuck); it is left "
+          "running detached, since a thread cannot be killed",
+          child->name);
       child->thread.detach();
     }
   }

@@ -38,6 +38,8 @@ class ChildThreads final : public Crew {
   /// not build its body), or UsageError after interrupt().
   void check(bool thorough) override;
   void interrupt() noexcept override { interrupted_.store(true, std::memory_order_release); }
+  /// A wait on a child timed out: it is stuck, and stop() detaches it without waiting.
+  void timed_out() noexcept override { timed_out_.store(true, std::memory_order_release); }
 
   /// Joins the threads that end within `grace`; detaches the rest (a thread stuck in a user
   /// function cannot be stopped) and keeps their bodies forever, since they still run. Returns
@@ -57,6 +59,7 @@ class ChildThreads final : public Crew {
   std::mutex mutex_;
   std::condition_variable ended_;
   std::atomic<bool> interrupted_{false};
+  std::atomic<bool> timed_out_{false};
   bool stopping_ = false;
 };
 
