@@ -219,7 +219,10 @@ TEST_CASE("Worker threads: a stall longer than the timeout raises TimeoutError n
   MultiProcessingOptions options;
   options.timeout = std::chrono::milliseconds(300);
   auto pipe = iter::from(range(20)).sharding_filter().map([released](int x) {
-    if (x == 5) released.wait();  // worker 1 is stuck in user code until the test releases it
+    if (x == 5) {
+      released.wait();                       // worker 1 is stuck in user code until the test releases it...
+      throw std::runtime_error("released");  // ...and then makes nothing more for a loader that is gone
+    }
     return x;
   });
   dpipe::testing::LogCapture log;
