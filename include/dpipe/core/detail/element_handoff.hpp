@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include <dpipe/core/detail/element_channel.hpp>
 #include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/element_handoff.hpp>
 #include <dpipe/core/error.hpp>
@@ -49,35 +50,22 @@ class HandoffEncoder final : public ElementEncoder {
   std::shared_ptr<IterDataPipe<T>> node_;
 };
 
-/// Yields the elements whose handles a RecordSource returns, moving each out of its box. Copies
-/// share the source.
+/// Yields the elements whose handles a RecordSource returns, moving each out of its box.
 template <class T>
-class Receiver final : public IterDataPipe<T> {
+class Receiver final : public RecordReaderNode<T> {
  public:
   Receiver(std::string name, std::shared_ptr<RecordSource> source)
-      : IterDataPipe<T>(std::move(name)), source_(std::move(source)) {}
+      : RecordReaderNode<T>(std::move(name), std::move(source)) {}
 
-  void for_each_input(const InputVisitor& /*visit*/) override {}
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Receiver>(*this); }
 
-  [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    source_->save_state(writer);
-    return true;
-  }
-  void load_state(const StateReader& reader) override { source_->load_state(reader); }
-
  protected:
-  void reset_impl() override { source_->reset(); }
-
   std::optional<T> next_impl() override {
-    const auto handle = source_->next();
+    const auto handle = this->source_->next();
     if (!handle) return std::nullopt;
     const std::unique_ptr<T> box(box_of<T>(*handle));
     return std::optional<T>(std::move(*box));
   }
-
- private:
-  std::shared_ptr<RecordSource> source_;
 };
 
 template <class T>
