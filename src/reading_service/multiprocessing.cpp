@@ -126,7 +126,6 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
   }
   graph = split.graph;
   plan.dispatched = split.dispatched;
-  plan.placeholder = split.placeholder;
   plan.branch = split.branch;
 
   if (saved != nullptr && saved->dispatcher.has_value() != (plan.dispatched != nullptr)) {
@@ -136,7 +135,7 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
   group_ = std::make_shared<detail::mp::ProcessGroup>(plan, saved);
   branch_ = plan.branch;
   dispatched_ = plan.dispatched;
-  placeholder_ = plan.placeholder;
+  placeholder_ = split.placeholder;
 
   merge_ = plan.receiver(branch_, group_->merge(), "merge_workers");
   end_ = branch_ == graph ? merge_ : graph::replace_dp(graph::traverse_dps(graph), branch_, merge_).root();

@@ -46,9 +46,8 @@ struct GroupConfig {
 /// What runs where.
 struct GroupPlan {
   GroupConfig config;
-  DataPipePtr branch;       // each worker runs a copy (its memory image, or a clone for a thread) of this graph
-  DataPipePtr placeholder;  // in `branch`, where the dispatched elements enter; or null
-  DataPipePtr dispatched;   // the root of the dispatching process's graph; or null
+  DataPipePtr branch;      // each worker runs a copy (its memory image, or a clone for a thread) of this graph
+  DataPipePtr dispatched;  // the root of the dispatching process's graph; or null
 
   /// How the elements of `node` (the branch's or the dispatched branch's root) leave the child
   /// that makes them: encoded for processes, as handles for threads.
