@@ -36,7 +36,7 @@
 /// a worker's exception reaches the loop as itself, not as WorkerError; a checkpoint is
 /// interchangeable with one of worker processes with the same num_workers (its elements in flight
 /// are encoded then, which needs a Serializer). A thread cannot be killed: one stuck in a user
-/// function past the shutdown's two seconds is left running detached. worker_random(),
+/// function past the shutdown's two seconds (at once after a timeout) is left running detached. worker_random(),
 /// worker_seed() and current_worker() are per thread. See docs/reading-services.md, "Threads or
 /// processes".
 ///

@@ -33,10 +33,11 @@ void ChildThreads::start(std::string name, const MakeChild& make) {
   });
 }
 
-void ChildThreads::check(bool /*thorough*/) {
+void ChildThreads::check(bool thorough) {
   if (interrupted_.load(std::memory_order_acquire)) {
     throw UsageError("MultiProcessingReadingService: the loader was shut down while waiting for a worker thread");
   }
+  if (!thorough) return;
   const std::lock_guard lock(mutex_);
   if (stopping_) return;
   for (const auto& child : children_) {

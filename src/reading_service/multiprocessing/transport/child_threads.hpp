@@ -35,7 +35,7 @@ class ChildThreads final : public Crew {
   [[nodiscard]] std::vector<pid_t> pids() const override { return {}; }
 
   /// Throws WorkerError naming the first child that ended before it was told to stop (it could
-  /// not build its body), or UsageError after interrupt().
+  /// not build its body; checked when `thorough`), or UsageError after interrupt().
   void check(bool thorough) override;
   void interrupt() noexcept override { interrupted_.store(true, std::memory_order_release); }
   /// A wait on a child timed out: it is stuck, and stop() detaches it without waiting.
