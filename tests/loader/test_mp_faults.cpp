@@ -40,20 +40,8 @@ using dpipe::MultiProcessingReadingService;
 using dpipe::WorkerError;
 using dpipe::testing::ProcessSnapshot;
 using dpipe::testing::range;
+using dpipe::testing::read_until;
 using dpipe::testing::workers;
-
-/// Reads until the loader throws T; returns what came before. Fails if the epoch ends instead.
-template <class Exception, class E>
-std::vector<E> read_until(DataLoader2<E>& loader, Exception& caught) {
-  std::vector<E> got;
-  try {
-    for (auto& element : loader) got.push_back(element);
-    FAIL("the epoch ended without an exception");
-  } catch (const Exception& error) {
-    caught = error;
-  }
-  return got;
-}
 
 /// Whether process `pid` (not necessarily a child) exits within `timeout_ms`.
 bool exits_within(pid_t pid, int timeout_ms) {

@@ -47,6 +47,7 @@ using dpipe::WorkerKind;
 using dpipe::testing::epoch;
 using dpipe::testing::ProcessSnapshot;
 using dpipe::testing::range;
+using dpipe::testing::read_until;
 using dpipe_test::Tensor;
 using dpipe_test::ThreadError;
 using Batch = std::vector<int>;
@@ -150,19 +151,6 @@ TEST_CASE(
   CHECK_THROWS_AS(processes.begin(), dpipe::InvalidArgument);
 }
 
-/// Reads until the loader throws E; returns what came before.
-template <class E>
-std::vector<int> read_until_thrown(DataLoader2<int>& loader, std::string& message) {
-  std::vector<int> got;
-  try {
-    for (int x : loader) got.push_back(x);
-    FAIL("the epoch ended without an exception");
-  } catch (const E& error) {
-    message = error.what();
-  }
-  return got;
-}
-
 TEST_CASE("Worker threads: a user exception reaches the loop as itself / after the elements before it",
           "[concurrency][threads][faults]") {
   // In the workers: worker 1 of 2 throws on 7, its fourth element; the merge hands out 0 .. 6 first.
@@ -171,9 +159,9 @@ TEST_CASE("Worker threads: a user exception reaches the loop as itself / after t
     return x;
   });
   DataLoader2<int> loader(in_workers, worker_threads(2));
-  std::string message;
-  CHECK(read_until_thrown<ThreadError>(loader, message) == range(7));
-  CHECK(message == "bad element 7");
+  ThreadError error("");
+  CHECK(read_until(loader, error) == range(7));
+  CHECK(std::string(error.what()) == "bad element 7");
 
   // In the dispatching thread: the source throws after dealing 0 .. 4.
   auto in_dispatcher = iter::from(range(20))
@@ -183,8 +171,8 @@ TEST_CASE("Worker threads: a user exception reaches the loop as itself / after t
                            })
                            .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing);
   DataLoader2<int> dispatching(in_dispatcher, worker_threads(2));
-  CHECK(read_until_thrown<ThreadError>(dispatching, message) == range(5));
-  CHECK(message == "bad source 5");
+  CHECK(read_until(dispatching, error) == range(5));
+  CHECK(std::string(error.what()) == "bad source 5");
 }
 
 TEST_CASE("Worker threads: shutdown mid-epoch / after an epoch / while paused joins every thread",
@@ -229,17 +217,12 @@ TEST_CASE("Worker threads: a stall longer than the timeout raises TimeoutError n
   });
   dpipe::testing::LogCapture log;
   DataLoader2<int> loader(pipe, worker_threads(2, options));
-  std::vector<int> got;
-  try {
-    for (int x : loader) got.push_back(x);
-    FAIL("the epoch ended without a timeout");
-  } catch (const dpipe::TimeoutError& error) {
-    CHECK_THAT(std::string(error.what()),
-               Catch::Matches("MultiProcessingReadingService: worker thread 1 sent nothing for 300 ms \\(the "
-                              "timeout\\); it has been running its pipeline for [0-9.]+ m?s: a user function may "
-                              "be stuck"));
-  }
-  CHECK(got == range(5));
+  dpipe::TimeoutError error("");
+  CHECK(read_until(loader, error) == range(5));
+  CHECK_THAT(std::string(error.what()),
+             Catch::Matches("MultiProcessingReadingService: worker thread 1 sent nothing for 300 ms \\(the "
+                            "timeout\\); it has been running its pipeline for [0-9.]+ m?s: a user function may "
+                            "be stuck"));
   // The loader shut down at the error: a thread cannot be killed, so the stuck one was left running
   // (with what it uses) instead of making the error wait for it.
   const auto messages = log.messages();

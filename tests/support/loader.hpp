@@ -33,6 +33,20 @@ auto epoch(DataLoader2<T>& loader, const Project& project = {}) {
   return out;
 }
 
+/// Reads until the loader throws Exception (stored in `caught`); returns what came before. Fails
+/// if the epoch ends instead.
+template <class Exception, class E>
+std::vector<E> read_until(DataLoader2<E>& loader, Exception& caught) {
+  std::vector<E> got;
+  try {
+    for (auto& element : loader) got.push_back(element);
+    FAIL("the epoch ended without an exception");
+  } catch (const Exception& error) {
+    caught = error;
+  }
+  return got;
+}
+
 /// A MultiProcessingReadingService with `n` workers and default options.
 inline MultiProcessingReadingService workers(std::size_t n) {
   return MultiProcessingReadingService({.num_workers = n});
