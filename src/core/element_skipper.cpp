@@ -24,6 +24,15 @@ namespace {
 void ElementSkipper::skip_or_throw(const DataPipe& node, std::uint64_t index, const std::string& description) {
   const std::string failure = fmt::format("{}: fn threw on element {}: {}", node.label(), index, description);
   if (!policy_.skips()) throw_nesting_current(ElementError(failure));
+  count_or_throw(failure);
+}
+
+void ElementSkipper::skip_bad_data(const DataError& error) {
+  if (!policy_.skips()) throw;  // the DataError itself, as it was thrown
+  count_or_throw(error.what());
+}
+
+void ElementSkipper::count_or_throw(const std::string& failure) {
   if (policy_.budget && skipped_ >= *policy_.budget) {
     throw_nesting_current(
         ElementError(fmt::format("{}; that is {} failed elements in this epoch, more than the error "

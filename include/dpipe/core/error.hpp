@@ -4,8 +4,11 @@
 /// message names the node (its label, e.g. "batch#7"), the worker or rank, and what to do.
 /// End of stream is never an exception.
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/core.h>
@@ -120,6 +123,32 @@ class RendezvousError : public Error {
 class NotSupportedError : public Error {
  public:
   using Error::Error;
+};
+
+/// Bad data in a file or a stream: a missing or unreadable file, a line longer than the node's
+/// limit, a truncated or corrupt record. The message and the accessors name the node, the file
+/// (or URL), the member inside an archive when there is one, and the line number or byte offset.
+/// Thread-safety: immutable after construction.
+class DataError : public Error {
+ public:
+  /// Where the bad data is; empty / std::nullopt fields do not apply.
+  struct Where {
+    std::string path{};                          ///< the file or URL
+    std::string member{};                        ///< the member of an archive, or empty
+    std::optional<std::uint64_t> line{};         ///< 1-based line number
+    std::optional<std::uint64_t> byte_offset{};  ///< offset in the file (or member) where it starts
+  };
+
+  /// "<node>: '<path>'[ member '<member>'][ line L][ byte offset O]: <reason>".
+  DataError(std::string_view node, Where where, std::string_view reason);
+
+  [[nodiscard]] const std::string& path() const noexcept { return where_.path; }
+  [[nodiscard]] const std::string& member() const noexcept { return where_.member; }
+  [[nodiscard]] std::optional<std::uint64_t> line() const noexcept { return where_.line; }
+  [[nodiscard]] std::optional<std::uint64_t> byte_offset() const noexcept { return where_.byte_offset; }
+
+ private:
+  Where where_;
 };
 
 namespace detail {

@@ -9,6 +9,10 @@
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/state.hpp>
 
+namespace dpipe {
+class DataError;
+}  // namespace dpipe
+
 namespace dpipe::detail {
 
 /// Counts a node's failed elements of one epoch against its policy. Its count is part of the
@@ -26,6 +30,11 @@ class ElementSkipper {
   /// Like skip_or_throw, describing the exception being handled. Call it in a catch block.
   void skip_current_or_throw(const DataPipe& node, std::uint64_t index);
 
+  /// An I/O node met bad data (its message names the node, the file and where): rethrows `error`
+  /// itself when the policy raises; otherwise logs it and counts it, or throws ElementError when
+  /// the budget is spent. Call it in the catch block of `error`.
+  void skip_bad_data(const DataError& error);
+
   /// The elements skipped in this epoch.
   [[nodiscard]] std::uint64_t skipped() const noexcept { return skipped_; }
   [[nodiscard]] const OnError& policy() const noexcept { return policy_; }
@@ -37,6 +46,9 @@ class ElementSkipper {
   void load(const StateReader& reader);
 
  private:
+  /// Counts `failure` as skipped and logs it, or throws ElementError past the budget.
+  void count_or_throw(const std::string& failure);
+
   OnError policy_;
   std::uint64_t skipped_ = 0;
 };

@@ -1,0 +1,129 @@
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/io/detail/line_cursor.hpp>
+
+namespace dpipe::io::detail {
+namespace {
+
+constexpr std::size_t kBlock = std::size_t{64} << 10;
+
+}  // namespace
+
+void LineCursor::start(OpenedFile file) {
+  file_.emplace(std::move(file));
+  begin_ = end_ = 0;
+  at_end_ = false;
+  line_ = 0;
+}
+
+void LineCursor::close() noexcept {
+  file_.reset();
+  begin_ = end_ = 0;
+  at_end_ = false;
+  line_ = 0;
+}
+
+bool LineCursor::fill(std::string_view node) {
+  if (at_end_) return false;
+  if (begin_ > 0) {  // keep the unfinished line at the front
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (buffer_.size() - end_ < kBlock) buffer_.resize(std::max(buffer_.size() * 2, end_ + kBlock));
+  const std::size_t got = file_->read(buffer_.data() + end_, buffer_.size() - end_, node);
+  end_ += got;
+  at_end_ = got == 0;
+  return got > 0;
+}
+
+std::optional<std::pair<std::size_t, bool>> LineCursor::find_line(std::string_view node) {
+  std::size_t searched = 0;  // bytes of the line known to hold no '\n'
+  for (;;) {
+    if (end_ - begin_ > searched) {
+      const char* from = buffer_.data() + begin_ + searched;
+      const auto* newline = static_cast<const char*>(std::memchr(from, '\n', end_ - begin_ - searched));
+      if (newline != nullptr) return std::pair{static_cast<std::size_t>(newline - (buffer_.data() + begin_)), true};
+    }
+    searched = end_ - begin_;
+    if (searched > rules_.max_line_bytes) reject_long_line(next_offset(), node);
+    if (!fill(node)) {
+      if (searched == 0) return std::nullopt;
+      return std::pair{searched, false};  // the last line, without a newline
+    }
+  }
+}
+
+void LineCursor::reject_long_line(std::uint64_t offset, std::string_view node) {
+  const std::uint64_t number = line_ + 1;
+  // Moves past the line: through its '\n', or to the end of the file.
+  for (;;) {
+    const auto* newline =
+        end_ > begin_ ? static_cast<const char*>(std::memchr(buffer_.data() + begin_, '\n', end_ - begin_)) : nullptr;
+    if (newline != nullptr) {
+      begin_ = static_cast<std::size_t>(newline - buffer_.data()) + 1;
+      break;
+    }
+    begin_ = end_;
+    if (!fill(node)) break;
+  }
+  ++line_;
+  throw DataError(node, {.path = file_->path(), .line = number, .byte_offset = offset},
+                  fmt::format("the line is longer than max_line_bytes ({})", rules_.max_line_bytes));
+}
+
+bool LineCursor::next(std::string& line, std::string_view node) {
+  try {
+    for (;;) {
+      const auto found = find_line(node);
+      if (!found) {
+        close();
+        return false;
+      }
+      const auto [length, ended] = *found;
+      if (length > rules_.max_line_bytes) reject_long_line(next_offset(), node);
+      const char* text = buffer_.data() + begin_;
+      begin_ += length + (ended ? 1 : 0);
+      if (++line_ <= rules_.skip_lines) continue;
+      // Python's text mode ends a line at "\n" or "\r\n" and hands "\n" over.
+      std::size_t kept = length;
+      if (ended && kept > 0 && text[kept - 1] == '\r') --kept;
+      line.assign(text, kept);
+      if (ended && !rules_.strip_newline) line.push_back('\n');
+      return true;
+    }
+  } catch (const DataError& error) {
+    if (error.line()) throw;  // an overlong line: the cursor is past it
+    close();                  // a read error: nothing more comes from this file
+    throw;
+  }
+}
+
+void LineCursor::save(StateWriter& writer) const {
+  writer.write("reading", reading());
+  writer.write("file", reading() ? file_->path() : std::string());
+  writer.write("offset", reading() ? next_offset() : std::uint64_t{0});
+  writer.write("line", line_);
+}
+
+void LineCursor::load(const StateReader& reader, std::string_view node) {
+  close();
+  const auto reading = reader.read<bool>("reading");
+  const auto path = reader.read<std::string>("file");
+  const auto offset = reader.read<std::uint64_t>("offset");
+  const auto line = reader.read<std::uint64_t>("line");
+  if (!reading) return;
+  try {
+    auto file = OpenedFile::open(path, node);
+    file.seek(offset, node);
+    start(std::move(file));
+  } catch (const DataError& error) {
+    DPIPE_THROW(StateError, "{}: cannot continue the file the checkpoint was reading: {}", node, error.what());
+  }
+  line_ = line;
+}
+
+}  // namespace dpipe::io::detail

@@ -1,0 +1,348 @@
+// The I/O wing's file nodes: list_files, open_files, readlines. Real files in a fresh directory
+// per test; the standard battery; bad data (missing files, overlong lines) with exact messages;
+// worker processes and threads reading sharded paths; checkpoints that reopen only the file
+// being read.
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <dpipe/dpipe.hpp>
+#include <dpipe/io.hpp>
+
+#include "support/battery.hpp"
+#include "support/loader.hpp"
+#include "support/log_capture.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dpipe::DataError;
+using dpipe::io::PathLine;
+
+/// A fresh directory, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "dpipe-io-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  /// Writes `text` to `name` (directories created) and returns its path.
+  [[nodiscard]] std::string write(const std::string& name, const std::string& text) const {
+    const auto file = path_ / name;
+    fs::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << text;
+    return file.string();
+  }
+  [[nodiscard]] std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  [[nodiscard]] std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<std::string> lines_of(const std::vector<PathLine>& pairs) {
+  std::vector<std::string> lines;
+  for (const auto& [path, line] : pairs) lines.push_back(line);
+  return lines;
+}
+
+/// What a DataError `make()` throws while iterating says.
+template <class Make>
+std::string data_error(const Make& make) {
+  try {
+    (void)dpipe::testing::collect(make());
+  } catch (const DataError& error) {
+    return error.what();
+  }
+  FAIL("no DataError");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("list_files lists a directory's matching files in sorted order", "[io]") {
+  TempDir dir;
+  (void)dir.write("b.txt", "");
+  (void)dir.write("a.txt", "");
+  (void)dir.write("c.csv", "");
+  (void)dir.write("sub/d.txt", "");
+  (void)dir.write(".hidden.txt", "");
+  const std::string root = dir.str();
+  CHECK(dpipe::testing::collect(dpipe::io::list_files(root)) ==
+        std::vector<std::string>{root + "/.hidden.txt", root + "/a.txt", root + "/b.txt", root + "/c.csv"});
+  CHECK(dpipe::testing::collect(dpipe::io::list_files(root, {"*.txt"})) ==
+        std::vector<std::string>{root + "/.hidden.txt", root + "/a.txt", root + "/b.txt"});
+  CHECK(dpipe::testing::collect(dpipe::io::list_files(root + "/", {"?.csv", "a*"})) ==
+        std::vector<std::string>{root + "/a.txt", root + "/c.csv"});
+  SECTION("recursive: each directory's files, then its subdirectories in sorted order") {
+    (void)dir.write("sub/a/z.txt", "");
+    (void)dir.write("sub/b/y.txt", "");
+    (void)dir.write("aa/x.txt", "");
+    CHECK(dpipe::testing::collect(dpipe::io::list_files(root, {"[a-z].txt"}, {.recursive = true})) ==
+          std::vector<std::string>{root + "/a.txt", root + "/b.txt", root + "/aa/x.txt", root + "/sub/d.txt",
+                                   root + "/sub/a/z.txt", root + "/sub/b/y.txt"});
+  }
+  SECTION("a root that is a file, several roots, absolute paths") {
+    const std::string file = dir / "b.txt";
+    CHECK(dpipe::testing::collect(dpipe::io::list_files({file, root + "/sub"}, {"*.txt"})) ==
+          std::vector<std::string>{file, root + "/sub/d.txt"});
+    CHECK(dpipe::testing::collect(dpipe::io::list_files(file, {"*.csv"})).empty());
+    const auto relative = fs::relative(root + "/sub", fs::current_path()).string() + "/../sub/";
+    CHECK(dpipe::testing::collect(dpipe::io::list_files(relative, {}, {.abspath = true})) ==
+          std::vector<std::string>{fs::canonical(root).string() + "/sub/d.txt"});
+  }
+}
+
+TEST_CASE("list_files runs the standard battery", "[io]") {
+  TempDir dir;
+  std::vector<std::string> expected;
+  for (const char* name : {"0.txt", "1.txt", "2.txt", "3.txt", "4.txt", "5.txt"})
+    expected.push_back(dir.write(name, ""));
+  dpipe::testing::check_battery([&] { return dpipe::io::list_files(dir.str()); }, expected, std::nullopt);
+}
+
+TEST_CASE("list_files refuses a missing root and a checkpoint of a directory that changed", "[io]") {
+  TempDir dir;
+  try {
+    (void)dpipe::testing::collect(dpipe::io::list_files(dir / "missing"));
+    FAIL("no DataError");
+  } catch (const DataError& error) {
+    CHECK_THAT(error.what(), Catch::Matches("list_files#[0-9]+: '" + (dir / "missing") +
+                                            "': cannot list: No such file or directory"));
+    CHECK(error.path() == dir / "missing");
+  }
+  CHECK_THROWS_WITH(dpipe::io::list_files(std::vector<std::string>{}), "list_files: no root given");
+
+  (void)dir.write("a.txt", "");
+  (void)dir.write("b.txt", "");
+  const auto pipe = dpipe::io::list_files(dir.str());
+  (void)dpipe::testing::take(pipe, 1);
+  const auto blob = dpipe::graph::save_state(pipe);
+  fs::remove(dir / "a.txt");
+  (void)dir.write("0.txt", "");
+  try {
+    dpipe::graph::load_state(dpipe::io::list_files(dir.str()), blob);
+    FAIL("no StateError");
+  } catch (const dpipe::StateError& error) {
+    CHECK_THAT(
+        error.what(),
+        Catch::Contains("the files changed since the checkpoint: it had yielded 1 paths, the last '" + (dir / "a.txt") +
+                        "', and the listing now has 2 paths, path 1 being '" + (dir / "0.txt") + "'"));
+  }
+}
+
+namespace {
+
+/// Three files: a header and lines, a file with "\r\n" endings and no final newline, an empty one.
+struct TextFiles {
+  TempDir dir;
+  std::string a = dir.write("a.txt", "header\none\ntwo\n\nthree\n");
+  std::string b = dir.write("b.txt", "header\r\nfour\r\nfive");
+  std::string c = dir.write("c.txt", "");
+};
+
+}  // namespace
+
+TEST_CASE("readlines yields each file's lines with its path", "[io]") {
+  TextFiles files;
+  const auto lines = [&](dpipe::io::ReadLinesOptions options) {
+    return dpipe::io::list_files(files.dir.str()) | dpipe::io::open_files() | dpipe::io::readlines(options);
+  };
+  CHECK(dpipe::testing::collect(lines({})) == std::vector<PathLine>{{files.a, "header"},
+                                                                    {files.a, "one"},
+                                                                    {files.a, "two"},
+                                                                    {files.a, ""},
+                                                                    {files.a, "three"},
+                                                                    {files.b, "header"},
+                                                                    {files.b, "four"},
+                                                                    {files.b, "five"}});
+  CHECK(lines_of(dpipe::testing::collect(lines({.skip_lines = 1}))) ==
+        std::vector<std::string>{"one", "two", "", "three", "four", "five"});
+  CHECK(lines_of(dpipe::testing::collect(lines({.skip_lines = 4, .strip_newline = false}))) ==
+        std::vector<std::string>{"three\n"});
+  CHECK(lines_of(dpipe::testing::collect(lines({.skip_lines = 1, .strip_newline = false}))) ==
+        std::vector<std::string>{"one\n", "two\n", "\n", "three\n", "four\n", "five"});
+  const auto only = dpipe::io::list_files(files.dir.str()) | dpipe::io::open_files() |
+                    dpipe::io::readlines({.skip_lines = 5}, dpipe::io::lines_only);
+  CHECK(dpipe::testing::collect(only) == std::vector<std::string>{});
+  CHECK_THROWS_WITH(
+      dpipe::io::list_files(files.dir.str()) | dpipe::io::open_files() | dpipe::io::readlines({.max_line_bytes = 0}),
+      "readlines: max_line_bytes must be > 0");
+}
+
+TEST_CASE("readlines runs the standard battery over lines longer than its read block", "[io]") {
+  TempDir dir;
+  std::vector<std::string> expected;
+  std::vector<std::string> paths;
+  for (int file = 0; file < 3; ++file) {
+    std::string text;
+    for (int line = 0; line < 4; ++line) {
+      // Lines of up to 100 KiB: longer than the 64 KiB blocks it reads.
+      const std::string content = std::to_string(file) + ":" + std::string(static_cast<std::size_t>(line) * 33000, 'x');
+      expected.push_back(content);
+      text += content + "\n";
+    }
+    paths.push_back(dir.write("f" + std::to_string(file) + ".txt", text));
+  }
+  dpipe::testing::check_battery(
+      [&] {
+        return dpipe::iter::from(paths) | dpipe::io::open_files() | dpipe::io::readlines({}, dpipe::io::lines_only);
+      },
+      expected, std::nullopt);
+}
+
+TEST_CASE("readlines restores inside a file without reading the files before it", "[io]") {
+  TextFiles files;
+  const std::vector<std::string> paths{files.a, files.b};
+  const auto make = [&] { return dpipe::iter::from(paths) | dpipe::io::open_files() | dpipe::io::readlines(); };
+  const auto pipe = make();
+  (void)dpipe::testing::take(pipe, 6);  // a.txt and the header of b.txt
+  const auto blob = dpipe::graph::save_state(pipe);
+  fs::remove(files.a);  // nothing reads it again
+  const auto restored = make();
+  dpipe::graph::load_state(restored, blob);
+  CHECK(dpipe::testing::collect(restored) == std::vector<PathLine>{{files.b, "four"}, {files.b, "five"}});
+
+  SECTION("a file that is shorter than the checkpoint's offset is refused") {
+    std::ofstream(files.b, std::ios::binary | std::ios::trunc) << "x";
+    try {
+      dpipe::graph::load_state(make(), blob);
+      FAIL("no StateError");
+    } catch (const dpipe::StateError& error) {
+      CHECK_THAT(
+          error.what(),
+          Catch::Matches("readlines#[0-9]+: cannot continue the file the checkpoint was reading: readlines#[0-9]+: '" +
+                         files.b + "' byte offset 8: the file has only 1 bytes \\(it changed since the checkpoint\\)"));
+    }
+  }
+}
+
+TEST_CASE("open_files and readlines raise DataError naming the file and the line or skip and count", "[io]") {
+  TempDir dir;
+  const std::string good = dir.write("good.txt", "1\n2\n");
+  const std::string missing = dir / "missing.txt";
+  const std::string long_lines =
+      dir.write("long.txt", "ok\n" + std::string(40, 'y') + "\nafter\n" + std::string(50, 'z'));
+  const auto make = [&](dpipe::OnError on_error, std::vector<std::string> paths) {
+    return dpipe::iter::from(std::move(paths)) | dpipe::io::open_files(on_error) |
+           dpipe::io::readlines({.max_line_bytes = 32, .on_error = on_error}, dpipe::io::lines_only);
+  };
+  SECTION("raise") {
+    try {
+      (void)dpipe::testing::collect(make({}, {good, missing}));
+      FAIL("no DataError");
+    } catch (const DataError& error) {
+      CHECK_THAT(error.what(),
+                 Catch::Matches("open_files#[0-9]+: '" + missing + "': cannot open: No such file or directory"));
+      CHECK(error.path() == missing);
+      CHECK_FALSE(error.line().has_value());
+    }
+    try {
+      (void)dpipe::testing::collect(make({}, {long_lines}));
+      FAIL("no DataError");
+    } catch (const DataError& error) {
+      CHECK_THAT(error.what(),
+                 Catch::Matches("readlines#[0-9]+: '" + long_lines +
+                                "' line 2 byte offset 3: the line is longer than max_line_bytes \\(32\\)"));
+      CHECK(error.line() == 2);
+      CHECK(error.byte_offset() == 3);
+    }
+    try {
+      (void)dpipe::testing::collect(make({}, {dir.str()}));
+      FAIL("no DataError");
+    } catch (const DataError& error) {
+      CHECK_THAT(error.what(),
+                 Catch::Matches("open_files#[0-9]+: '" + dir.str() + "': cannot open: it is a directory"));
+    }
+  }
+  SECTION("skip: only the bad file and the bad lines are lost, logged and counted") {
+    dpipe::testing::LogCapture log;
+    const auto pipe = make(dpipe::OnError::skip(), {missing, long_lines, good});
+    dpipe::graph::enable_statistics(pipe.ptr());
+    CHECK(dpipe::testing::collect(pipe) == std::vector<std::string>{"ok", "after", "1", "2"});
+    const auto rows = dpipe::graph::statistics(pipe.ptr());
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].label.starts_with("readlines#"));
+    CHECK(rows[0].skipped == 2);
+    CHECK(rows[1].label.starts_with("open_files#"));
+    CHECK(rows[1].skipped == 1);
+    const auto messages = log.messages();
+    REQUIRE(messages.size() == 3);
+    CHECK_THAT(messages[0], Catch::Matches("open_files#[0-9]+: '" + missing +
+                                           "': cannot open: No such file or directory; skipped \\(1 in this epoch\\)"));
+    CHECK_THAT(messages[2], Catch::Matches("readlines#[0-9]+: '" + long_lines +
+                                           "' line 4 byte offset 50: the line is longer than max_line_bytes \\(32\\); "
+                                           "skipped \\(2 in this epoch\\)"));
+  }
+  SECTION("skip with a budget: one bad line too many raises ElementError") {
+    const auto pipe = dpipe::iter::from(std::vector<std::string>{long_lines}) | dpipe::io::open_files() |
+                      dpipe::io::readlines({.max_line_bytes = 32, .on_error = dpipe::OnError::skip(1)});
+    CHECK_THROWS_MATCHES(dpipe::testing::collect(pipe), dpipe::ElementError,
+                         Catch::Matchers::Predicate<dpipe::ElementError>([](const dpipe::ElementError& error) {
+                           return std::string(error.what())
+                               .ends_with(
+                                   "that is 2 failed elements in this epoch, more than the error budget of 1 "
+                                   "(OnError::skip)");
+                         }));
+  }
+}
+
+TEST_CASE("Worker processes and threads read sharded files and restore mid-epoch", "[io][concurrency]") {
+  TempDir dir;
+  std::vector<std::string> expected;
+  for (int file = 0; file < 6; ++file) {
+    std::string text;
+    for (int line = 0; line < 5; ++line) {
+      expected.push_back(std::to_string(file * 10 + line));
+      text += expected.back() + "\n";
+    }
+    (void)dir.write("part-" + std::to_string(file) + ".txt", text);
+  }
+  const auto pipeline = [&] {
+    return dpipe::io::list_files(dir.str(), {"*.txt"}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
+           dpipe::io::open_files() | dpipe::io::readlines({}, dpipe::io::lines_only);
+  };
+  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
+    INFO("worker kind " << static_cast<int>(kind));
+    const auto make = [&] {
+      return dpipe::DataLoader2<std::string>(
+          pipeline(), dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
+    };
+    auto loader = make();
+    loader.seed(3);
+    const auto first = dpipe::testing::epoch(loader);
+    auto sorted = first;
+    std::sort(sorted.begin(), sorted.end());
+    auto all = expected;
+    std::sort(all.begin(), all.end());
+    CHECK(sorted == all);
+    std::vector<std::byte> state;
+    {
+      auto stopped = make();
+      stopped.seed(3);
+      std::size_t seen = 0;
+      for (const auto& line : stopped) {
+        CHECK(line == first[seen]);
+        if (++seen == 7) {
+          state = stopped.state_dict();
+          break;
+        }
+      }
+    }
+    auto restored = make();
+    restored.load_state_dict(state);
+    CHECK(dpipe::testing::epoch(restored) == std::vector<std::string>(first.begin() + 7, first.end()));
+  }
+}
