@@ -34,7 +34,13 @@ bool LineCursor::fill(std::string_view node) {
     begin_ = 0;
   }
   if (buffer_.size() - end_ < kBlock) buffer_.resize(std::max(buffer_.size() * 2, end_ + kBlock));
-  const std::size_t got = file_->read(buffer_.data() + end_, buffer_.size() - end_, node);
+  std::size_t got = 0;
+  try {
+    got = file_->read(buffer_.data() + end_, buffer_.size() - end_, node);
+  } catch (const DataError&) {
+    close();  // a read error: nothing more comes from this file
+    throw;
+  }
   end_ += got;
   at_end_ = got == 0;
   return got > 0;
@@ -76,29 +82,23 @@ void LineCursor::reject_long_line(std::uint64_t offset, std::string_view node) {
 }
 
 bool LineCursor::next(std::string& line, std::string_view node) {
-  try {
-    for (;;) {
-      const auto found = find_line(node);
-      if (!found) {
-        close();
-        return false;
-      }
-      const auto [length, ended] = *found;
-      if (length > rules_.max_line_bytes) reject_long_line(next_offset(), node);
-      const char* text = buffer_.data() + begin_;
-      begin_ += length + (ended ? 1 : 0);
-      if (++line_ <= rules_.skip_lines) continue;
-      // Python's text mode ends a line at "\n" or "\r\n" and hands "\n" over.
-      std::size_t kept = length;
-      if (ended && kept > 0 && text[kept - 1] == '\r') --kept;
-      line.assign(text, kept);
-      if (ended && !rules_.strip_newline) line.push_back('\n');
-      return true;
+  for (;;) {
+    const auto found = find_line(node);
+    if (!found) {
+      close();
+      return false;
     }
-  } catch (const DataError& error) {
-    if (error.line()) throw;  // an overlong line: the cursor is past it
-    close();                  // a read error: nothing more comes from this file
-    throw;
+    const auto [length, ended] = *found;
+    if (length > rules_.max_line_bytes) reject_long_line(next_offset(), node);
+    const char* text = buffer_.data() + begin_;
+    begin_ += length + (ended ? 1 : 0);
+    if (++line_ <= rules_.skip_lines) continue;
+    // Python's text mode ends a line at "\n" or "\r\n" and hands "\n" over.
+    std::size_t kept = length;
+    if (ended && kept > 0 && text[kept - 1] == '\r') --kept;
+    line.assign(text, kept);
+    if (ended && !rules_.strip_newline) line.push_back('\n');
+    return true;
   }
 }
 

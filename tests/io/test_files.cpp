@@ -58,18 +58,6 @@ std::vector<std::string> lines_of(const std::vector<PathLine>& pairs) {
   return lines;
 }
 
-/// What a DataError `make()` throws while iterating says.
-template <class Make>
-std::string data_error(const Make& make) {
-  try {
-    (void)dpipe::testing::collect(make());
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  FAIL("no DataError");
-  return {};
-}
-
 }  // namespace
 
 TEST_CASE("list_files lists a directory's matching files in sorted order", "[io]") {

@@ -50,7 +50,8 @@ class LineCursor {
   void load(const StateReader& reader, std::string_view node);
 
  private:
-  /// Reads more of the file behind what is buffered; false at its end.
+  /// Reads more of the file behind what is buffered; false at its end. A read error closes the
+  /// file before its DataError leaves.
   bool fill(std::string_view node);
   /// Finds the end of the current line; returns its length (without the '\n') and whether it ended
   /// with one, reading more as needed; std::nullopt at the end of the file.
