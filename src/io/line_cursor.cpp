@@ -104,7 +104,7 @@ bool LineCursor::next(std::string& line, std::string_view node) {
 
 void LineCursor::save(StateWriter& writer) const {
   writer.write("reading", reading());
-  writer.write("file", reading() ? file_->path() : std::string());
+  writer.write("file", reading() ? file_->origin() : std::string());
   writer.write("offset", reading() ? next_offset() : std::uint64_t{0});
   writer.write("line", line_);
 }
@@ -112,14 +112,12 @@ void LineCursor::save(StateWriter& writer) const {
 void LineCursor::load(const StateReader& reader, std::string_view node) {
   close();
   const auto reading = reader.read<bool>("reading");
-  const auto path = reader.read<std::string>("file");
+  const auto origin = reader.read<std::string>("file");
   const auto offset = reader.read<std::uint64_t>("offset");
   const auto line = reader.read<std::uint64_t>("line");
   if (!reading) return;
   try {
-    auto file = OpenedFile::open(path, node);
-    file.seek(offset, node);
-    start(std::move(file));
+    start(OpenedFile::reopen(origin, offset, node));
   } catch (const DataError& error) {
     DPIPE_THROW(StateError, "{}: cannot continue the file the checkpoint was reading: {}", node, error.what());
   }

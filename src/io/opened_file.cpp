@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -6,9 +8,49 @@
 #include <utility>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/io/detail/byte_source.hpp>
 #include <dpipe/io/opened_file.hpp>
 
+#include "io/stream_origins.hpp"
+
 namespace dpipe::io {
+namespace {
+
+constexpr std::string_view kFileScheme = "file:";
+
+/// A file descriptor, closed with the source.
+class FileSource final : public detail::ByteSource {
+ public:
+  explicit FileSource(int descriptor) noexcept : descriptor_(descriptor) {}
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  ~FileSource() override { ::close(descriptor_); }
+
+  std::size_t read(char* data, std::size_t size) override {
+    for (;;) {
+      const ssize_t got = ::read(descriptor_, data, size);
+      if (got >= 0) return static_cast<std::size_t>(got);
+      if (errno != EINTR) throw detail::SourceFailure(fmt::format("cannot read: {}", std::strerror(errno)));
+    }
+  }
+
+  bool seek(std::uint64_t offset) override {
+    struct stat status {};
+    if (::fstat(descriptor_, &status) != 0)
+      throw detail::SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
+    if (offset > static_cast<std::uint64_t>(status.st_size))
+      throw detail::SourceFailure(
+          fmt::format("the file has only {} bytes (it changed since the checkpoint)", status.st_size));
+    if (::lseek(descriptor_, static_cast<off_t>(offset), SEEK_SET) < 0)
+      throw detail::SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
+    return true;
+  }
+
+ private:
+  int descriptor_;
+};
+
+}  // namespace
 
 OpenedFile OpenedFile::open(std::string path, std::string_view node) {
   int descriptor = -1;
@@ -16,60 +58,63 @@ OpenedFile OpenedFile::open(std::string path, std::string_view node) {
     descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   } while (descriptor < 0 && errno == EINTR);
   if (descriptor < 0) throw DataError(node, {.path = path}, fmt::format("cannot open: {}", std::strerror(errno)));
+  auto source = std::make_unique<FileSource>(descriptor);
   struct stat status {};
-  if (::fstat(descriptor, &status) == 0 && S_ISDIR(status.st_mode)) {
-    ::close(descriptor);
+  if (::fstat(descriptor, &status) == 0 && S_ISDIR(status.st_mode))
     throw DataError(node, {.path = path}, "cannot open: it is a directory");
-  }
-  return {std::move(path), descriptor};
+  std::string origin = std::string(kFileScheme) + path;
+  return {std::move(path), std::move(origin), std::move(source)};
 }
 
-OpenedFile::OpenedFile(std::string path, int descriptor) noexcept : path_(std::move(path)), descriptor_(descriptor) {}
-
-OpenedFile::OpenedFile(OpenedFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      descriptor_(std::exchange(other.descriptor_, -1)),
-      offset_(std::exchange(other.offset_, 0)) {}
-
-OpenedFile& OpenedFile::operator=(OpenedFile&& other) noexcept {
-  if (this != &other) {
-    if (descriptor_ >= 0) ::close(descriptor_);
-    path_ = std::move(other.path_);
-    descriptor_ = std::exchange(other.descriptor_, -1);
-    offset_ = std::exchange(other.offset_, 0);
-  }
-  return *this;
+OpenedFile OpenedFile::reopen(const std::string& origin, std::uint64_t offset, std::string_view node) {
+  auto file = [&] {
+    const std::string_view text = origin;
+    if (text.starts_with(kFileScheme)) return open(std::string(text.substr(kFileScheme.size())), node);
+    if (auto decompressed = detail::reopen_decompressed(origin, node)) return std::move(*decompressed);
+    throw DataError(node, {.path = origin}, "cannot reopen: not a stream origin dpipe knows");
+  }();
+  file.seek(offset, node);
+  return file;
 }
 
-OpenedFile::~OpenedFile() {
-  if (descriptor_ >= 0) ::close(descriptor_);
-}
+OpenedFile::OpenedFile(std::string path, std::string origin, std::unique_ptr<detail::ByteSource> source) noexcept
+    : path_(std::move(path)), origin_(std::move(origin)), source_(std::move(source)) {}
+
+OpenedFile::OpenedFile(OpenedFile&& other) noexcept = default;
+OpenedFile& OpenedFile::operator=(OpenedFile&& other) noexcept = default;
+OpenedFile::~OpenedFile() = default;
 
 std::size_t OpenedFile::read(char* data, std::size_t size, std::string_view node) {
-  if (descriptor_ < 0) throw DataError(node, {.path = path_}, "read from a file that was moved from");
-  for (;;) {
-    const ssize_t got = ::read(descriptor_, data, size);
-    if (got >= 0) {
-      offset_ += static_cast<std::uint64_t>(got);
-      return static_cast<std::size_t>(got);
-    }
-    if (errno != EINTR)
-      throw DataError(node, {.path = path_, .byte_offset = offset_},
-                      fmt::format("cannot read: {}", std::strerror(errno)));
+  if (!source_) throw DataError(node, {.path = path_}, "read from a stream that was moved from");
+  try {
+    const std::size_t got = source_->read(data, size);
+    offset_ += got;
+    return got;
+  } catch (const detail::SourceFailure& failure) {
+    throw DataError(node, {.path = path_, .byte_offset = offset_}, failure.what());
   }
 }
 
 void OpenedFile::seek(std::uint64_t offset, std::string_view node) {
-  struct stat status {};
-  if (descriptor_ < 0 || ::fstat(descriptor_, &status) != 0)
-    throw DataError(node, {.path = path_}, fmt::format("cannot seek: {}", std::strerror(errno)));
-  if (offset > static_cast<std::uint64_t>(status.st_size)) {
-    throw DataError(node, {.path = path_, .byte_offset = offset},
-                    fmt::format("the file has only {} bytes (it changed since the checkpoint)", status.st_size));
+  if (!source_) throw DataError(node, {.path = path_}, "seek in a stream that was moved from");
+  try {
+    if (source_->seek(offset)) {
+      offset_ = offset;
+      return;
+    }
+  } catch (const detail::SourceFailure& failure) {
+    throw DataError(node, {.path = path_, .byte_offset = offset}, failure.what());
   }
-  if (::lseek(descriptor_, static_cast<off_t>(offset), SEEK_SET) < 0)
-    throw DataError(node, {.path = path_, .byte_offset = offset}, fmt::format("cannot seek: {}", std::strerror(errno)));
-  offset_ = offset;
+  if (offset < offset_)
+    throw DataError(node, {.path = path_, .byte_offset = offset},
+                    fmt::format("cannot go back in a stream that is not a file (it is at byte {})", offset_));
+  std::array<char, 64 * 1024> discarded{};
+  while (offset_ < offset) {
+    const auto wanted = static_cast<std::size_t>(std::min<std::uint64_t>(discarded.size(), offset - offset_));
+    if (read(discarded.data(), wanted, node) == 0)
+      throw DataError(node, {.path = path_, .byte_offset = offset},
+                      fmt::format("the stream has only {} bytes (it changed since the checkpoint)", offset_));
+  }
 }
 
 }  // namespace dpipe::io

@@ -17,40 +17,14 @@
 #include "support/battery.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using dpipe::DataError;
 using dpipe::io::PathLine;
-
-/// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "dpipe-io-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  /// Writes `text` to `name` (directories created) and returns its path.
-  [[nodiscard]] std::string write(const std::string& name, const std::string& text) const {
-    const auto file = path_ / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << text;
-    return file.string();
-  }
-  [[nodiscard]] std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  [[nodiscard]] std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using dpipe::testing::TempDir;
 
 std::vector<std::string> lines_of(const std::vector<PathLine>& pairs) {
   std::vector<std::string> lines;

@@ -1,23 +1,37 @@
 #pragma once
 /// \file
-/// dpipe::io::OpenedFile: a file open for reading, as `open_files()` yields it.
+/// dpipe::io::OpenedFile: a stream of bytes open for reading (a file, a decompressed file, an HTTP
+/// body), as `open_files()`, `decompress()` and `read_from_http()` yield it.
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace dpipe::io {
+namespace detail {
+class ByteSource;
+}  // namespace detail
 
-/// A file open for reading: its path, a descriptor and an offset. Move-only, and without a
-/// Serializer on purpose: an open file never crosses to a worker process. Pipelines send paths
-/// across (list, shuffle and shard paths) and open them in the workers.
-/// Thread-safety: one thread at a time.
+/// A stream open for reading: its name (a path or a URL), where it comes from, its bytes and an
+/// offset. Move-only, and without a Serializer on purpose: an open stream never crosses to a
+/// worker process. Pipelines send paths across (list, shuffle and shard paths) and open them in
+/// the workers. Readers checkpoint a stream as its origin() and an offset, and reopen() it at a
+/// restore. Thread-safety: one thread at a time.
 class OpenedFile {
  public:
-  /// Opens `path` for reading; DataError naming `node` and the path when it cannot (a missing or
-  /// unreadable file, a directory).
+  /// Opens the file `path` for reading; DataError naming `node` and the path when it cannot (a
+  /// missing or unreadable file, a directory).
   [[nodiscard]] static OpenedFile open(std::string path, std::string_view node = "open_files");
+
+  /// Opens the stream a checkpoint saved as `origin` again and moves it to `offset`: a file
+  /// seeks there, a decompressed or HTTP stream reads up to it. DataError naming `node` when it
+  /// cannot (the stream is gone or shorter than `offset`).
+  [[nodiscard]] static OpenedFile reopen(const std::string& origin, std::uint64_t offset, std::string_view node);
+
+  /// A stream named `path` in errors, opened again from `origin` at a restore (see reopen()).
+  OpenedFile(std::string path, std::string origin, std::unique_ptr<detail::ByteSource> source) noexcept;
 
   OpenedFile(OpenedFile&& other) noexcept;
   OpenedFile& operator=(OpenedFile&& other) noexcept;
@@ -25,22 +39,27 @@ class OpenedFile {
   OpenedFile& operator=(const OpenedFile&) = delete;
   ~OpenedFile();
 
+  /// The file's path, or the URL.
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
-  /// The offset of the next byte read() returns.
+  /// How to open this stream again: "file:<path>", "http:<url>", "<format>:<inner origin>" for a
+  /// decompressed stream. What readers save in a checkpoint, with offset().
+  [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
+  /// The offset of the next byte read() returns (in the decompressed bytes of a compressed file).
   [[nodiscard]] std::uint64_t offset() const noexcept { return offset_; }
 
-  /// Reads up to `size` bytes into `data`; returns how many, 0 at the end of the file. DataError
+  /// Reads up to `size` bytes into `data`; returns how many, 0 at the end of the stream. DataError
   /// naming `node`, the path and the offset on a read error.
   std::size_t read(char* data, std::size_t size, std::string_view node);
 
-  /// Moves to `offset` from the start; DataError naming `node` when the file is shorter.
+  /// Moves to `offset` from the start: a file seeks, another stream reads forward (an offset
+  /// behind the current one is a DataError there). DataError naming `node` when the stream is
+  /// shorter.
   void seek(std::uint64_t offset, std::string_view node);
 
  private:
-  OpenedFile(std::string path, int descriptor) noexcept;
-
   std::string path_;
-  int descriptor_ = -1;
+  std::string origin_;
+  std::unique_ptr<detail::ByteSource> source_;
   std::uint64_t offset_ = 0;
 };
 

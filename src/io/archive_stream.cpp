@@ -1,0 +1,88 @@
+#include "io/archive_stream.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <utility>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/io/detail/byte_source.hpp>
+
+namespace dpipe::io::detail {
+namespace {
+
+constexpr std::size_t kBlock = std::size_t{64} << 10;
+
+}  // namespace
+
+ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view node, ArchiveFilter filter)
+    : file_(std::move(file)), node_(node), handle_(archive_read_new()), buffer_(kBlock) {
+  if (handle_ == nullptr) throw DataError(node, {.path = file_.path()}, "cannot start libarchive: out of memory");
+  switch (kind) {
+    case ArchiveKind::kCompressedStream:
+      archive_read_support_filter_all(handle_);
+      archive_read_support_format_raw(handle_);
+      break;
+    case ArchiveKind::kTar:
+      archive_read_support_filter_all(handle_);
+      archive_read_support_format_tar(handle_);
+      archive_read_support_format_gnutar(handle_);
+      break;
+    case ArchiveKind::kZip:
+      archive_read_support_format_zip_streamable(handle_);
+      break;
+  }
+  if (archive_read_open(handle_, this, nullptr, &ArchiveStream::read_callback, nullptr) != ARCHIVE_OK) {
+    try {
+      fail();
+    } catch (const SourceFailure& failure) {
+      archive_read_free(handle_);
+      throw DataError(node, {.path = file_.path()}, failure.what());
+    } catch (...) {
+      archive_read_free(handle_);
+      throw;
+    }
+  }
+  if (kind == ArchiveKind::kCompressedStream && archive_filter_code(handle_, 0) != filter.code) {
+    archive_read_free(handle_);
+    throw DataError(node, {.path = file_.path()}, fmt::format("not a {} stream", filter.name));
+  }
+}
+
+ArchiveStream::~ArchiveStream() { archive_read_free(handle_); }
+
+ssize_t ArchiveStream::read_callback(archive* /*handle*/, void* self, const void** buffer) {
+  auto& stream = *static_cast<ArchiveStream*>(self);
+  *buffer = stream.buffer_.data();
+  try {
+    return static_cast<ssize_t>(stream.file_.read(stream.buffer_.data(), stream.buffer_.size(), stream.node_));
+  } catch (...) {  // no exception crosses libarchive's C frames
+    stream.file_error_ = std::current_exception();
+    return -1;
+  }
+}
+
+void ArchiveStream::fail() {
+  if (file_error_) std::rethrow_exception(std::exchange(file_error_, nullptr));
+  const char* reason = archive_error_string(handle_);
+  throw SourceFailure(reason != nullptr ? reason : "libarchive failed without a reason");
+}
+
+bool ArchiveStream::next_member(ArchiveMember& member) {
+  archive_entry* entry = nullptr;
+  const int status = archive_read_next_header(handle_, &entry);
+  if (status == ARCHIVE_EOF) return false;
+  if (status < ARCHIVE_WARN) fail();
+  const char* name = archive_entry_pathname(entry);
+  member.name = name != nullptr ? name : "";
+  member.size = archive_entry_size_is_set(entry) != 0 ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
+  member.regular = archive_entry_filetype(entry) == AE_IFREG;
+  return true;
+}
+
+std::size_t ArchiveStream::read(char* data, std::size_t size) {
+  const la_ssize_t got = archive_read_data(handle_, data, size);
+  if (got < 0) fail();
+  return static_cast<std::size_t>(got);
+}
+
+}  // namespace dpipe::io::detail

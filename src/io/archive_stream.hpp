@@ -1,0 +1,72 @@
+#pragma once
+/// \file
+/// ArchiveStream: libarchive reading from an io::OpenedFile, for decompress() (one compressed
+/// stream) and the archive nodes (tar, zip). Private to src/io: no public header names libarchive.
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+#include <dpipe/io/opened_file.hpp>
+
+struct archive;
+
+namespace dpipe::io::detail {
+
+/// What the stream holds.
+enum class ArchiveKind {
+  kCompressedStream,  ///< one stream through one decompressor (libarchive's raw format)
+  kTar,               ///< a tar, plain or compressed with any filter libarchive knows
+  kZip,               ///< a zip, read front to back
+};
+
+/// The decompressor a compressed stream must use: libarchive's filter code and its name.
+struct ArchiveFilter {
+  int code = 0;
+  std::string_view name{};
+};
+
+/// One member's header.
+struct ArchiveMember {
+  std::string name;
+  std::uint64_t size = 0;
+  bool regular = false;  ///< a file (not a directory, link or device)
+};
+
+/// libarchive over an OpenedFile. read_* failures are detail::SourceFailure with libarchive's
+/// reason, or the DataError the file itself raised. Thread-safety: one thread at a time.
+class ArchiveStream {
+ public:
+  /// Opens `file` as `kind`; a compressed stream must use `filter`. DataError naming `node` when
+  /// `file` is not what `kind` says.
+  ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view node, ArchiveFilter filter = {});
+  ArchiveStream(const ArchiveStream&) = delete;
+  ArchiveStream& operator=(const ArchiveStream&) = delete;
+  ~ArchiveStream();
+
+  /// The next member's header, false after the last one.
+  bool next_member(ArchiveMember& member);
+  /// Reads up to `size` bytes of the current member; 0 at its end.
+  std::size_t read(char* data, std::size_t size);
+
+  /// The file being read (its offset is how far libarchive has read it).
+  [[nodiscard]] const OpenedFile& file() const noexcept { return file_; }
+
+ private:
+  static ssize_t read_callback(archive* handle, void* self, const void** buffer);
+  /// Throws what the file raised during the last libarchive call, or a SourceFailure with
+  /// libarchive's reason.
+  [[noreturn]] void fail();
+
+  OpenedFile file_;
+  std::string node_;
+  archive* handle_ = nullptr;
+  std::vector<char> buffer_;
+  std::exception_ptr file_error_;
+};
+
+}  // namespace dpipe::io::detail

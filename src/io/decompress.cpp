@@ -1,0 +1,148 @@
+#include <archive.h>
+#include <array>
+#include <charconv>
+#include <utility>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/io/decompress.hpp>
+#include <dpipe/io/detail/byte_source.hpp>
+
+#include "io/archive_stream.hpp"
+#include "io/stream_origins.hpp"
+
+namespace dpipe::io {
+namespace {
+
+struct FormatInfo {
+  Compression format;
+  std::string_view name;
+  int filter;  // libarchive's filter code
+};
+
+constexpr std::array<FormatInfo, 5> kFormats{{
+    {Compression::kGzip, "gzip", ARCHIVE_FILTER_GZIP},
+    {Compression::kBzip2, "bz2", ARCHIVE_FILTER_BZIP2},
+    {Compression::kXz, "xz", ARCHIVE_FILTER_XZ},
+    {Compression::kLzma, "lzma", ARCHIVE_FILTER_LZMA},
+    {Compression::kZstd, "zstd", ARCHIVE_FILTER_ZSTD},
+}};
+
+const FormatInfo* info_of(Compression format) noexcept {
+  for (const auto& info : kFormats)
+    if (info.format == format) return &info;
+  return nullptr;
+}
+
+/// The decompressed bytes of one stream, with a limit on how many there may be.
+class DecompressedSource final : public detail::ByteSource {
+ public:
+  DecompressedSource(OpenedFile file, const FormatInfo& info, std::uint64_t max_bytes, std::string_view node)
+      : stream_(std::move(file), detail::ArchiveKind::kCompressedStream, node, {info.filter, info.name}),
+        max_bytes_(max_bytes) {
+    detail::ArchiveMember member;
+    if (!stream_.next_member(member)) at_end_ = true;  // an empty stream
+  }
+
+  std::size_t read(char* data, std::size_t size) override {
+    if (at_end_) return 0;
+    const std::size_t got = stream_.read(data, size);
+    produced_ += got;
+    if (max_bytes_ != 0 && produced_ > max_bytes_)
+      throw detail::SourceFailure(fmt::format("decompresses to more than max_bytes ({}) bytes", max_bytes_));
+    return got;
+  }
+
+ private:
+  detail::ArchiveStream stream_;
+  std::uint64_t max_bytes_;
+  std::uint64_t produced_ = 0;
+  bool at_end_ = false;
+};
+
+}  // namespace
+
+std::string_view compression_name(Compression compression) noexcept {
+  const auto* info = info_of(compression);
+  return info != nullptr ? info->name : "detect";
+}
+
+std::optional<Compression> compression_of(std::string_view path) noexcept {
+  static constexpr std::array<std::pair<std::string_view, Compression>, 7> kExtensions{{
+      {".gz", Compression::kGzip},
+      {".tgz", Compression::kGzip},
+      {".bz2", Compression::kBzip2},
+      {".xz", Compression::kXz},
+      {".lzma", Compression::kLzma},
+      {".zst", Compression::kZstd},
+      {".zstd", Compression::kZstd},
+  }};
+  for (const auto& [extension, format] : kExtensions)
+    if (path.ends_with(extension)) return format;
+  return std::nullopt;
+}
+
+OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t max_bytes, std::string_view node) {
+  if (format == Compression::kDetect) {
+    const auto detected = compression_of(file.path());
+    if (!detected)
+      throw DataError(node, {.path = file.path()},
+                      "cannot tell the compression from the extension (.gz, .tgz, .bz2, .xz, .lzma, .zst, .zstd); "
+                      "give it in the options");
+    format = *detected;
+  }
+  const auto& info = *info_of(format);
+  std::string path = file.path();
+  std::string origin = fmt::format("{}[{}]:{}", info.name, max_bytes, file.origin());
+  auto source = std::make_unique<DecompressedSource>(std::move(file), info, max_bytes, node);
+  return {std::move(path), std::move(origin), std::move(source)};
+}
+
+namespace detail {
+
+std::optional<OpenedFile> reopen_decompressed(const std::string& origin, std::string_view node) {
+  const std::string_view text = origin;
+  for (const auto& info : kFormats) {
+    if (!text.starts_with(info.name) || text.size() <= info.name.size() || text[info.name.size()] != '[') continue;
+    const auto limit_begin = info.name.size() + 1;
+    const auto limit_end = text.find("]:", limit_begin);
+    std::uint64_t max_bytes = 0;
+    if (limit_end == std::string_view::npos ||
+        std::from_chars(text.data() + limit_begin, text.data() + limit_end, max_bytes).ptr != text.data() + limit_end)
+      return std::nullopt;
+    auto inner = OpenedFile::reopen(std::string(text.substr(limit_end + 2)), 0, node);
+    return open_decompressed(std::move(inner), info.format, max_bytes, node);
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+Decompressor::Decompressor(const IterPipe<OpenedFile>& files, DecompressOptions options)
+    : IterDataPipe<OpenedFile>(std::string(kName)),
+      files_(files.ptr()),
+      options_(options),
+      skipper_(options.on_error) {}
+
+NodeSettings Decompressor::settings() const {
+  return {{"format", std::string(compression_name(options_.format))},
+          {"max_bytes", std::to_string(options_.max_bytes)}};
+}
+
+void Decompressor::reset_impl() {
+  skipper_.reset();
+  files_.reset();
+}
+
+std::optional<OpenedFile> Decompressor::next_impl() {
+  while (auto file = files_.next()) {
+    try {
+      return open_decompressed(std::move(*file), options_.format, options_.max_bytes, label());
+    } catch (const DataError& error) {
+      skipper_.skip_bad_data(error);
+      count_skipped();
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dpipe::io
