@@ -5,6 +5,9 @@
 
 #include <dpipe/io/decompress.hpp>
 #include <dpipe/io/list_files.hpp>
+#include <dpipe/io/load_from_archive.hpp>
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
 #include <dpipe/io/readlines.hpp>
+#include <dpipe/io/shard_expand.hpp>
+#include <dpipe/io/webdataset.hpp>

@@ -85,4 +85,10 @@ std::size_t ArchiveStream::read(char* data, std::size_t size) {
   return static_cast<std::size_t>(got);
 }
 
+std::uint64_t ArchiveStream::header_offset() const noexcept {
+  return static_cast<std::uint64_t>(archive_read_header_position(handle_));
+}
+
+bool ArchiveStream::compressed() const noexcept { return archive_filter_code(handle_, 0) != ARCHIVE_FILTER_NONE; }
+
 }  // namespace dpipe::io::detail

@@ -53,6 +53,11 @@ class ArchiveStream {
   /// Reads up to `size` bytes of the current member; 0 at its end.
   std::size_t read(char* data, std::size_t size);
 
+  /// Where the current member's header starts, in the uncompressed bytes read since the open.
+  [[nodiscard]] std::uint64_t header_offset() const noexcept;
+  /// Whether the stream goes through a decompressor (told from its bytes at the open).
+  [[nodiscard]] bool compressed() const noexcept;
+
   /// The file being read (its offset is how far libarchive has read it).
   [[nodiscard]] const OpenedFile& file() const noexcept { return file_; }
 

@@ -1,0 +1,197 @@
+#include <filesystem>
+#include <utility>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/core/state.hpp>
+#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/load_from_archive.hpp>
+
+#include "io/archive_stream.hpp"
+
+namespace dpipe::io {
+namespace detail {
+
+/// The archive being read: libarchive's stream, the offset in the archive where that stream
+/// started (a restore of a plain tar starts at a member's header), and the member last yielded.
+class OpenArchive {
+ public:
+  OpenArchive(OpenedFile file, ArchiveFormat format, std::uint64_t base, std::string_view node)
+      : path_(file.path()),
+        origin_(file.origin()),
+        stream_(std::move(file), format == ArchiveFormat::kTar ? ArchiveKind::kTar : ArchiveKind::kZip, node),
+        base_(base) {}
+
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
+  [[nodiscard]] ArchiveStream& stream() noexcept { return stream_; }
+  /// The current member's header offset in the archive's (uncompressed) bytes.
+  [[nodiscard]] std::uint64_t header_offset() const noexcept { return base_ + stream_.header_offset(); }
+
+  std::uint64_t yielded_header = 0;  // the header offset of the member last yielded
+  std::string yielded_name;          // and its name
+
+ private:
+  std::string path_;
+  std::string origin_;
+  ArchiveStream stream_;
+  std::uint64_t base_;
+};
+
+}  // namespace detail
+
+namespace {
+
+constexpr std::size_t kReadBlock = std::size_t{1} << 20;
+
+std::string member_path(const std::string& archive, const std::string& member) {
+  return (std::filesystem::path(archive) / member).lexically_normal().string();
+}
+
+}  // namespace
+
+ArchiveLoader::ArchiveLoader(const IterPipe<OpenedFile>& archives, ArchiveFormat format, ArchiveOptions options)
+    : IterDataPipe<PathBytes>(std::string(format == ArchiveFormat::kTar ? kName : kZipName)),
+      archives_(archives.ptr()),
+      format_(format),
+      options_(options),
+      skipper_(options.on_error) {
+  if (options.max_member_bytes == 0)
+    DPIPE_THROW(InvalidArgument, "{}: max_member_bytes must be > 0", format == ArchiveFormat::kTar ? kName : kZipName);
+}
+
+// A copy reads no archive.
+ArchiveLoader::ArchiveLoader(const ArchiveLoader& other)
+    : IterDataPipe<PathBytes>(other),
+      archives_(other.archives_),
+      format_(other.format_),
+      options_(other.options_),
+      skipper_(other.skipper_.policy()) {}
+
+ArchiveLoader::~ArchiveLoader() = default;
+
+NodeSettings ArchiveLoader::settings() const {
+  return {{"max_member_bytes", std::to_string(options_.max_member_bytes)}};
+}
+
+void ArchiveLoader::reset_impl() {
+  open_.reset();
+  skipper_.reset();
+  archives_.reset();
+}
+
+std::optional<PathBytes> ArchiveLoader::next_impl() {
+  for (;;) {
+    try {
+      if (!open_) {
+        auto archive = archives_.next();
+        if (!archive) return std::nullopt;
+        open_ = std::make_unique<detail::OpenArchive>(std::move(*archive), format_, 0, label());
+      }
+      if (auto member = next_member()) return member;
+    } catch (const DataError& error) {
+      skipper_.skip_bad_data(error);
+      count_skipped();
+    }
+  }
+}
+
+std::optional<PathBytes> ArchiveLoader::next_member() {
+  auto& stream = open_->stream();
+  detail::ArchiveMember member;
+  auto fail = [&](std::string_view reason, const std::string& name, std::uint64_t offset) -> DataError {
+    DataError error(label(), {.path = open_->path(), .member = name, .byte_offset = offset}, reason);
+    open_.reset();  // nothing after a damaged spot can be trusted
+    return error;
+  };
+  for (;;) {
+    try {
+      if (!stream.next_member(member)) {
+        open_.reset();
+        return std::nullopt;
+      }
+    } catch (const detail::SourceFailure& failure) {
+      throw fail(failure.what(), "", open_->header_offset());
+    } catch (const DataError&) {
+      open_.reset();
+      throw;
+    }
+    if (member.regular) break;
+  }
+  const auto header = open_->header_offset();
+  open_->yielded_header = header;
+  open_->yielded_name = member.name;
+  if (member.size > options_.max_member_bytes) {  // the archive goes on with the next member
+    throw DataError(label(), {.path = open_->path(), .member = member.name, .byte_offset = header},
+                    fmt::format("the member has {} bytes, more than max_member_bytes ({})", member.size,
+                                options_.max_member_bytes));
+  }
+  std::string bytes;
+  bytes.resize(static_cast<std::size_t>(member.size));
+  std::size_t filled = 0;
+  try {
+    for (;;) {
+      if (filled == bytes.size()) {
+        if (bytes.size() >= options_.max_member_bytes) {  // a zip member may not say its size
+          char probe = 0;
+          if (stream.read(&probe, 1) == 0) break;
+          throw fail(fmt::format("the member has more than max_member_bytes ({})", options_.max_member_bytes),
+                     member.name, header);
+        }
+        bytes.resize(static_cast<std::size_t>(
+            std::min<std::uint64_t>(options_.max_member_bytes, std::max<std::uint64_t>(bytes.size() * 2, kReadBlock))));
+      }
+      const auto got = stream.read(bytes.data() + filled, bytes.size() - filled);
+      if (got == 0) break;
+      filled += got;
+    }
+  } catch (const detail::SourceFailure& failure) {
+    throw fail(failure.what(), member.name, header);
+  } catch (const DataError&) {
+    open_.reset();
+    throw;
+  }
+  bytes.resize(filled);
+  return PathBytes{member_path(open_->path(), member.name), std::move(bytes)};
+}
+
+bool ArchiveLoader::save_state(StateWriter& writer) const {
+  writer.write("archive", open_ ? open_->origin() : std::string());
+  writer.write("header", open_ ? open_->yielded_header : std::uint64_t{0});
+  writer.write("member", open_ ? open_->yielded_name : std::string());
+  writer.write("compressed", open_ && open_->stream().compressed());
+  skipper_.save(writer);
+  return true;
+}
+
+void ArchiveLoader::load_state(const StateReader& reader) {
+  open_.reset();
+  const auto origin = reader.read<std::string>("archive");
+  const auto header = reader.read<std::uint64_t>("header");
+  const auto name = reader.read<std::string>("member");
+  const auto compressed = reader.read<bool>("compressed");
+  skipper_.load(reader);
+  if (origin.empty()) return;
+  try {
+    // A plain archive is opened at the member's header; a compressed one is read from its start.
+    const std::uint64_t base = compressed ? 0 : header;
+    open_ = std::make_unique<detail::OpenArchive>(OpenedFile::reopen(origin, base, label()), format_, base, label());
+    detail::ArchiveMember member;
+    while (open_->stream().next_member(member) && open_->header_offset() < header) {
+    }
+    if (open_->header_offset() != header || member.name != name) {
+      open_.reset();
+      DPIPE_THROW(StateError, "{}: the archive '{}' changed since the checkpoint: no member '{}' at byte {}", label(),
+                  origin, name, header);
+    }
+    open_->yielded_header = header;
+    open_->yielded_name = name;
+  } catch (const DataError& error) {
+    open_.reset();
+    DPIPE_THROW(StateError, "{}: cannot continue the archive the checkpoint was reading: {}", label(), error.what());
+  } catch (const detail::SourceFailure& failure) {
+    open_.reset();
+    DPIPE_THROW(StateError, "{}: cannot continue the archive the checkpoint was reading: {}", label(), failure.what());
+  }
+}
+
+}  // namespace dpipe::io

@@ -1,0 +1,58 @@
+#pragma once
+// Writes the archives and compressed files the I/O tests read, with libarchive's writer (an
+// independent code path from the reader under test).
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace dpipe::testing {
+
+/// A member to write: a name and its bytes; a name ending in '/' is a directory.
+using ArchiveEntry = std::pair<std::string, std::string>;
+
+/// Writes `entries` to `path` in libarchive's `format` ("ustar", "gnutar", "pax", "zip") through
+/// `filter` ("none", "gzip", "bzip2", "xz", "lzma", "zstd").
+inline void write_archive(const std::string& path, const std::string& format, const std::string& filter,
+                          const std::vector<ArchiveEntry>& entries) {
+  archive* out = archive_write_new();
+  REQUIRE(archive_write_set_format_by_name(out, format.c_str()) == ARCHIVE_OK);
+  if (filter != "none") REQUIRE(archive_write_add_filter_by_name(out, filter.c_str()) == ARCHIVE_OK);
+  REQUIRE(archive_write_open_filename(out, path.c_str()) == ARCHIVE_OK);
+  for (const auto& [name, bytes] : entries) {
+    archive_entry* entry = archive_entry_new();
+    archive_entry_set_pathname(entry, name.c_str());
+    const bool directory = !name.empty() && name.back() == '/';
+    archive_entry_set_filetype(entry, directory ? AE_IFDIR : AE_IFREG);
+    archive_entry_set_perm(entry, directory ? 0755 : 0644);
+    archive_entry_set_size(entry, directory ? 0 : static_cast<la_int64_t>(bytes.size()));
+    REQUIRE(archive_write_header(out, entry) == ARCHIVE_OK);
+    if (!directory && !bytes.empty())
+      REQUIRE(archive_write_data(out, bytes.data(), bytes.size()) == static_cast<la_ssize_t>(bytes.size()));
+    archive_entry_free(entry);
+  }
+  REQUIRE(archive_write_close(out) == ARCHIVE_OK);
+  archive_write_free(out);
+}
+
+/// Writes `bytes` to `path` compressed with `filter` ("gzip", "bzip2", "xz", "lzma", "zstd").
+inline void write_compressed(const std::string& path, const std::string& filter, const std::string& bytes) {
+  archive* out = archive_write_new();
+  REQUIRE(archive_write_set_format_raw(out) == ARCHIVE_OK);
+  REQUIRE(archive_write_add_filter_by_name(out, filter.c_str()) == ARCHIVE_OK);
+  REQUIRE(archive_write_open_filename(out, path.c_str()) == ARCHIVE_OK);
+  archive_entry* entry = archive_entry_new();
+  archive_entry_set_filetype(entry, AE_IFREG);
+  REQUIRE(archive_write_header(out, entry) == ARCHIVE_OK);
+  if (!bytes.empty())
+    REQUIRE(archive_write_data(out, bytes.data(), bytes.size()) == static_cast<la_ssize_t>(bytes.size()));
+  archive_entry_free(entry);
+  REQUIRE(archive_write_close(out) == ARCHIVE_OK);
+  archive_write_free(out);
+}
+
+}  // namespace dpipe::testing
