@@ -10,7 +10,7 @@
 namespace dpipe::io::detail {
 namespace {
 
-constexpr std::size_t kBlock = std::size_t{64} << 10;
+constexpr std::size_t kBlock = std::size_t{256} << 10;
 
 }  // namespace
 
@@ -83,6 +83,18 @@ std::size_t ArchiveStream::read(char* data, std::size_t size) {
   const la_ssize_t got = archive_read_data(handle_, data, size);
   if (got < 0) fail();
   return static_cast<std::size_t>(got);
+}
+
+bool ArchiveStream::read_block(std::string_view& block, std::uint64_t& offset) {
+  const void* data = nullptr;
+  std::size_t size = 0;
+  la_int64_t at = 0;
+  const int status = archive_read_data_block(handle_, &data, &size, &at);
+  if (status == ARCHIVE_EOF) return false;
+  if (status < ARCHIVE_WARN) fail();
+  block = {static_cast<const char*>(data), size};
+  offset = static_cast<std::uint64_t>(at);
+  return true;
 }
 
 std::uint64_t ArchiveStream::header_offset() const noexcept {

@@ -52,6 +52,9 @@ class ArchiveStream {
   bool next_member(ArchiveMember& member);
   /// Reads up to `size` bytes of the current member; 0 at its end.
   std::size_t read(char* data, std::size_t size);
+  /// The next block of the current member without a copy: its bytes (valid until the next call)
+  /// and their offset in the member (past a hole of a sparse member); false at its end.
+  bool read_block(std::string_view& block, std::uint64_t& offset);
 
   /// Where the current member's header starts, in the uncompressed bytes read since the open.
   [[nodiscard]] std::uint64_t header_offset() const noexcept;

@@ -41,8 +41,6 @@ class OpenArchive {
 
 namespace {
 
-constexpr std::size_t kReadBlock = std::size_t{1} << 20;
-
 std::string member_path(const std::string& archive, const std::string& member) {
   return (std::filesystem::path(archive) / member).lexically_normal().string();
 }
@@ -126,23 +124,17 @@ std::optional<PathBytes> ArchiveLoader::next_member() {
                                 options_.max_member_bytes));
   }
   std::string bytes;
-  bytes.resize(static_cast<std::size_t>(member.size));
-  std::size_t filled = 0;
+  bytes.reserve(static_cast<std::size_t>(member.size));
   try {
-    for (;;) {
-      if (filled == bytes.size()) {
-        if (bytes.size() >= options_.max_member_bytes) {  // a zip member may not say its size
-          char probe = 0;
-          if (stream.read(&probe, 1) == 0) break;
-          throw fail(fmt::format("the member has more than max_member_bytes ({})", options_.max_member_bytes),
-                     member.name, header);
-        }
-        bytes.resize(static_cast<std::size_t>(
-            std::min<std::uint64_t>(options_.max_member_bytes, std::max<std::uint64_t>(bytes.size() * 2, kReadBlock))));
-      }
-      const auto got = stream.read(bytes.data() + filled, bytes.size() - filled);
-      if (got == 0) break;
-      filled += got;
+    std::string_view block;
+    std::uint64_t offset = 0;
+    while (stream.read_block(block, offset)) {
+      // A zip member may not say its size before its data: the limit holds as the bytes come.
+      if (offset + block.size() > options_.max_member_bytes)
+        throw fail(fmt::format("the member has more than max_member_bytes ({})", options_.max_member_bytes),
+                   member.name, header);
+      if (offset > bytes.size()) bytes.resize(static_cast<std::size_t>(offset));  // a hole of a sparse member
+      bytes.append(block);
     }
   } catch (const detail::SourceFailure& failure) {
     throw fail(failure.what(), member.name, header);
@@ -150,7 +142,6 @@ std::optional<PathBytes> ArchiveLoader::next_member() {
     open_.reset();
     throw;
   }
-  bytes.resize(filled);
   return PathBytes{member_path(open_->path(), member.name), std::move(bytes)};
 }
 
