@@ -27,7 +27,8 @@ std::string_view kind_name(PipeKind kind) {
 
 }  // namespace
 
-DataPipe::DataPipe(std::string name) : id_(next_node_id()), name_(std::move(name)) {
+DataPipe::DataPipe(std::string name)
+    : id_(next_node_id()), name_(std::move(name)), label_(fmt::format("{}#{}", name_, id_)) {
   if (name_.empty() || name_.find_first_of(":/") != std::string::npos) {
     DPIPE_THROW(InvalidArgument,
                 "a node name must be non-empty and contain neither ':' nor '/' (they separate the keys of a "
@@ -40,10 +41,9 @@ DataPipe::DataPipe(const DataPipe& other)
     : std::enable_shared_from_this<DataPipe>(other),
       id_(next_node_id()),
       name_(other.name_),
+      label_(fmt::format("{}#{}", name_, id_)),
       tag_(other.tag_),
       replicable_(other.replicable_) {}
-
-std::string DataPipe::label() const { return fmt::format("{}#{}", name_, id_); }
 
 std::vector<DataPipePtr> DataPipe::inputs() {
   std::vector<DataPipePtr> result;

@@ -74,8 +74,9 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   /// The node's short functional name: "map", "shuffle", "sharding_filter", ...
   [[nodiscard]] std::string_view name() const noexcept { return name_; }
-  /// "name#id": how messages and pictures refer to this node.
-  [[nodiscard]] std::string label() const;
+  /// "name#id": how messages and pictures refer to this node (made once, at construction, so a
+  /// node may name itself on every element for free).
+  [[nodiscard]] const std::string& label() const noexcept { return label_; }
 
   [[nodiscard]] virtual PipeKind kind() const noexcept = 0;
   /// The element type, e.g. "int" for an iter pipe, "std::size_t -> int" for a map pipe.
@@ -145,6 +146,7 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
  private:
   std::uint64_t id_;
   std::string name_;
+  std::string label_;
   std::string tag_;
   bool replicable_ = true;
 };
