@@ -8,3 +8,4 @@
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
 #include <dpipe/io/readlines.hpp>
+#include <dpipe/io/tfrecord.hpp>
