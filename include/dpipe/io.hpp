@@ -10,4 +10,5 @@
 #include <dpipe/io/opened_file.hpp>
 #include <dpipe/io/readlines.hpp>
 #include <dpipe/io/shard_expand.hpp>
+#include <dpipe/io/tfrecord.hpp>
 #include <dpipe/io/webdataset.hpp>
