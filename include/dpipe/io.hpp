@@ -3,6 +3,7 @@
 /// The I/O wing: file and format nodes, in the `dpipe::io` library target (link `dpipe::io`).
 /// Not part of <dpipe/dpipe.hpp>: a trainer that reads no files links none of it.
 
+#include <dpipe/io/csv.hpp>
 #include <dpipe/io/decompress.hpp>
 #include <dpipe/io/list_files.hpp>
 #include <dpipe/io/load_from_archive.hpp>

@@ -1,0 +1,110 @@
+#pragma once
+/// \file
+/// CsvCursor: the part of parse_csv() and parse_csv_as_dict() that turns the bytes of one file
+/// into rows of fields, whatever the nodes make of the rows.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/core/state.hpp>
+#include <dpipe/io/opened_file.hpp>
+#include <dpipe/serialization/serializer.hpp>
+
+namespace dpipe::io::detail {
+
+/// How rows are read: Python's csv "excel" dialect with a choice of delimiter and quote.
+struct CsvRules {
+  char delimiter = ',';
+  char quotechar = '"';
+  std::size_t skip_lines = 0;
+  std::size_t max_row_bytes = 0;
+};
+
+/// Where a CsvCursor is: what its checkpoint holds.
+struct CsvPosition {
+  bool reading = false;      ///< a file is being read
+  std::string origin{};      ///< its OpenedFile::origin()
+  std::uint64_t offset = 0;  ///< the byte offset of its next row
+  std::uint64_t line = 0;    ///< the line ends before that row, skipped lines included
+  DPIPE_FIELDS(reading, origin, offset, line)
+};
+
+/// Three bytes a scan for the end of a run of field bytes stops at, as a table indexed by the byte
+/// and as the bytes.
+struct CsvStops {
+  std::array<bool, 256> table{};
+  std::array<char, 3> bytes{};
+};
+
+/// Reads the rows of one file at a time, in 64 KiB blocks, and knows where the next row starts,
+/// so that a checkpoint reopens the file there. A row ends at "\n", "\r\n" or "\r" outside quotes;
+/// a quoted field holds delimiters, line ends and doubled quotes; a quote inside an unquoted
+/// field, or text after a closing quote, is kept literally (Python's non-strict rule). A blank
+/// line is a row of no fields. Thread-safety: one thread.
+class CsvCursor {
+ public:
+  explicit CsvCursor(CsvRules rules);
+  CsvCursor(const CsvCursor& other) : CsvCursor(other.rules_) {}  // a copy reads no file
+  CsvCursor& operator=(const CsvCursor&) = delete;
+
+  /// Whether a file is being read.
+  [[nodiscard]] bool reading() const noexcept { return file_.has_value(); }
+  /// The path of the file being read (while reading()).
+  [[nodiscard]] const std::string& path() const noexcept { return file_->path(); }
+  /// Starts reading `file` from its current offset, as its line 1; the first skip_lines lines are
+  /// skipped by the first next().
+  void start(OpenedFile file);
+  /// Stops reading the current file.
+  void close() noexcept;
+
+  /// Stores the fields of the next row of the current file in `fields` (cleared first); false at
+  /// its end, and the file is closed. DataError naming `node` on a read error and on a file that
+  /// ends inside a quoted field (the file is closed), and on a row longer than max_row_bytes (the
+  /// cursor moved past that row: the next call reads the row after it).
+  bool next(std::vector<std::string>& fields, std::string_view node);
+
+  /// The 1-based line where the row next() returned last starts.
+  [[nodiscard]] std::uint64_t row_line() const noexcept { return row_line_; }
+  /// The byte offset where the row next() returned last starts.
+  [[nodiscard]] std::uint64_t row_offset() const noexcept { return row_offset_; }
+
+  /// The file, the offset of its next row and the lines read (a CsvPosition, "position").
+  void save(StateWriter& writer) const;
+  /// Reopens the saved file at the saved offset; StateError naming `node` when it cannot.
+  void load(const StateReader& reader, std::string_view node);
+
+ private:
+  /// Reads the next block once the buffer is consumed; false at the end of the file. A read error
+  /// closes the file before its DataError leaves.
+  bool fill(std::string_view node);
+  /// Skips the first skip_lines lines of the file.
+  void skip_lines(std::string_view node);
+  /// Moves past the line end at buffer_[at] ('\n' or '\r', with a '\n' after a '\r').
+  void consume_line_end(std::size_t at, std::string_view node);
+  /// The DataError of the row next() is reading: `node`, the path, the row's line and offset, `reason`.
+  [[nodiscard]] DataError row_error(std::string_view node, std::string_view reason) const;
+  /// The offset of the first byte not consumed.
+  [[nodiscard]] std::uint64_t next_offset() const noexcept { return file_->offset() - (end_ - begin_); }
+
+  CsvRules rules_;
+  CsvStops unquoted_{};  // the bytes that end a run of an unquoted field
+  CsvStops quoted_{};    // the bytes that end a run of a quoted field
+  std::optional<OpenedFile> file_;
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0;         // the first byte of buffer_ not consumed
+  std::size_t end_ = 0;           // the end of what buffer_ holds
+  bool at_end_ = false;           // the file has no bytes beyond end_
+  bool lines_skipped_ = false;    // skip_lines is done for this file
+  std::uint64_t line_ = 0;        // line ends consumed from the current file, skipped lines included
+  std::uint64_t row_line_ = 0;    // where the last row starts
+  std::uint64_t row_offset_ = 0;  // idem, in bytes
+  std::size_t width_ = 0;         // the field count of the last row: the next row's reserve
+};
+
+}  // namespace dpipe::io::detail

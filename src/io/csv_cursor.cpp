@@ -1,0 +1,291 @@
+#include <bit>
+#include <utility>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/io/detail/csv_cursor.hpp>
+
+namespace dpipe::io::detail {
+namespace {
+
+constexpr std::size_t kBlock = std::size_t{64} << 10;
+
+/// Where the parser is in a row (the states of Python's csv reader that the excel dialect uses).
+enum class State : std::uint8_t {
+  kStartRecord,    // nothing of the row read yet
+  kStartField,     // at the start of a field, after a delimiter
+  kInField,        // in an unquoted field
+  kInQuoted,       // inside the quotes of a quoted field
+  kQuoteInQuoted,  // a quote inside a quoted field: it closes the quotes, or a second one follows
+};
+
+constexpr CsvStops stops_at(char a, char b, char c) {
+  CsvStops stops{{}, {a, b, c}};
+  for (const char byte : stops.bytes) stops.table[static_cast<unsigned char>(byte)] = true;
+  return stops;
+}
+
+constexpr CsvStops kLineEnds = stops_at('\n', '\r', '\n');
+
+inline bool in(const CsvStops& stops, char c) noexcept { return stops.table[static_cast<unsigned char>(c)]; }
+
+/// The first byte of [from, to) in `stops`, or `to`: the loop that reads almost every byte, 16
+/// bytes at a time where SSE2 is there.
+inline const char* scan(const char* from, const char* to, const CsvStops& stops) noexcept {
+#if defined(__SSE2__)
+  const __m128i a = _mm_set1_epi8(stops.bytes[0]);
+  const __m128i b = _mm_set1_epi8(stops.bytes[1]);
+  const __m128i c = _mm_set1_epi8(stops.bytes[2]);
+  while (to - from >= 16) {
+    const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
+    const __m128i hits =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(chunk, a), _mm_cmpeq_epi8(chunk, b)), _mm_cmpeq_epi8(chunk, c));
+    const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hits));
+    if (mask != 0) return from + std::countr_zero(mask);
+    from += 16;
+  }
+#endif
+  while (from != to && !in(stops, *from)) ++from;
+  return from;
+}
+
+/// Collects the fields of a row, or drops them once the row is known to be too long (it is then
+/// read to its end without keeping anything).
+class RowBuilder {
+ public:
+  explicit RowBuilder(std::vector<std::string>& fields) noexcept : fields_(fields) {}
+  void new_field() {
+    if (!discarding_) fields_.emplace_back();
+  }
+  void append(const char* from, const char* to) {
+    if (!discarding_) fields_.back().append(from, static_cast<std::size_t>(to - from));  // not replace()
+  }
+  void append(char c) {
+    if (!discarding_) fields_.back().push_back(c);
+  }
+  void discard() {
+    discarding_ = true;
+    fields_.clear();
+    fields_.shrink_to_fit();
+  }
+  [[nodiscard]] bool discarding() const noexcept { return discarding_; }
+
+ private:
+  std::vector<std::string>& fields_;
+  bool discarding_ = false;
+};
+
+}  // namespace
+
+CsvCursor::CsvCursor(CsvRules rules)
+    : rules_(rules), unquoted_(stops_at(rules.delimiter, '\n', '\r')), quoted_(stops_at(rules.quotechar, '\n', '\r')) {}
+
+void CsvCursor::start(OpenedFile file) {
+  file_.emplace(std::move(file));
+  begin_ = end_ = 0;
+  at_end_ = false;
+  lines_skipped_ = false;
+  line_ = 0;
+}
+
+void CsvCursor::close() noexcept {
+  file_.reset();
+  begin_ = end_ = 0;
+  at_end_ = false;
+  lines_skipped_ = false;
+  line_ = 0;
+}
+
+bool CsvCursor::fill(std::string_view node) {
+  if (at_end_) return false;
+  begin_ = end_ = 0;
+  if (buffer_.size() < kBlock) buffer_.resize(kBlock);
+  std::size_t got = 0;
+  try {
+    got = file_->read(buffer_.data(), buffer_.size(), node);
+  } catch (const DataError&) {
+    close();  // a read error: nothing more comes from this file
+    throw;
+  }
+  end_ = got;
+  at_end_ = got == 0;
+  return got > 0;
+}
+
+void CsvCursor::consume_line_end(std::size_t at, std::string_view node) {
+  const char ending = buffer_[at];
+  begin_ = at + 1;
+  ++line_;
+  if (ending != '\r') return;
+  if (begin_ == end_ && !fill(node)) return;
+  if (buffer_[begin_] == '\n') ++begin_;  // "\r\n" is one line end
+}
+
+void CsvCursor::skip_lines(std::string_view node) {
+  for (std::size_t skipped = 0; skipped < rules_.skip_lines;) {
+    if (begin_ == end_ && !fill(node)) return;  // a file shorter than the lines to skip
+    const char* base = buffer_.data();
+    const char* stop = scan(base + begin_, base + end_, kLineEnds);
+    if (stop == base + end_) {
+      begin_ = end_;
+      continue;
+    }
+    consume_line_end(static_cast<std::size_t>(stop - base), node);
+    ++skipped;
+  }
+}
+
+DataError CsvCursor::row_error(std::string_view node, std::string_view reason) const {
+  return {node, {.path = file_->path(), .line = row_line_, .byte_offset = row_offset_}, reason};
+}
+
+bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
+  fields.clear();
+  if (!lines_skipped_) {
+    skip_lines(node);
+    lines_skipped_ = true;
+  }
+  if (begin_ == end_ && !fill(node)) {
+    close();
+    return false;
+  }
+  if (fields.capacity() < width_) fields.reserve(width_);
+  row_offset_ = next_offset();
+  row_line_ = line_ + 1;
+  const char delimiter = rules_.delimiter;
+  const char quote = rules_.quotechar;
+  RowBuilder row(fields);
+  auto state = State::kStartRecord;
+  bool after_cr = false;  // inside quotes, the last byte was a '\r' (a '\n' now ends no new line)
+  const auto too_long = [&] { return row.discarding() || next_offset() - row_offset_ > rules_.max_row_bytes; };
+  for (;;) {
+    if (begin_ == end_) {
+      if (!row.discarding() && too_long()) row.discard();  // keep reading to the row's end, keep nothing
+      if (!fill(node)) break;
+    }
+    const char* const base = buffer_.data();
+    const char* at = base + begin_;
+    const char* const end = base + end_;
+    const char* line_end = nullptr;
+    while (at != end && line_end == nullptr) {
+      switch (state) {
+        case State::kStartRecord:
+          if (*at == '\n' || *at == '\r') {  // a blank line: a row of no fields
+            line_end = at;
+            break;
+          }
+          state = State::kStartField;
+          [[fallthrough]];
+        case State::kStartField:
+          row.new_field();
+          if (*at == quote) {
+            ++at;
+            state = State::kInQuoted;
+            after_cr = false;
+            break;
+          }
+          if (*at == delimiter) {  // an empty field
+            ++at;
+            break;
+          }
+          if (*at == '\n' || *at == '\r') {  // an empty last field
+            line_end = at;
+            break;
+          }
+          state = State::kInField;
+          [[fallthrough]];
+        case State::kInField: {
+          const char* stop = scan(at, end, unquoted_);
+          row.append(at, stop);
+          at = stop;
+          if (at == end) break;
+          if (*at == delimiter) {
+            ++at;
+            state = State::kStartField;
+          } else {
+            line_end = at;
+          }
+          break;
+        }
+        case State::kInQuoted: {
+          const char* stop = scan(at, end, quoted_);
+          if (stop != at) {
+            row.append(at, stop);
+            after_cr = false;
+          }
+          at = stop;
+          if (at == end) break;
+          if (*at == quote) {
+            ++at;
+            state = State::kQuoteInQuoted;
+            break;
+          }
+          // A line end inside the quotes belongs to the field; "\r\n" counts as one line.
+          if (*at == '\r' || !after_cr) ++line_;
+          after_cr = *at == '\r';
+          row.append(*at);
+          ++at;
+          break;
+        }
+        case State::kQuoteInQuoted:
+          if (*at == quote) {  // a doubled quote stands for one
+            row.append(*at);
+            ++at;
+            state = State::kInQuoted;
+            after_cr = false;
+          } else if (*at == delimiter) {
+            ++at;
+            state = State::kStartField;
+          } else if (*at == '\n' || *at == '\r') {
+            line_end = at;
+          } else {
+            state = State::kInField;  // text after the closing quote is kept (Python's non-strict rule)
+          }
+          break;
+      }
+    }
+    if (line_end != nullptr) {
+      begin_ = static_cast<std::size_t>(line_end - base);
+      const bool rejected = too_long();
+      consume_line_end(begin_, node);
+      if (rejected)
+        throw row_error(node, fmt::format("the row is longer than max_row_bytes ({})", rules_.max_row_bytes));
+      width_ = fields.size();
+      return true;
+    }
+    begin_ = end_;
+  }
+  // The file ends without a line end after the row.
+  if (state == State::kInQuoted) {
+    auto error = row_error(node, "a quoted field of this row never ends (the file ends inside its quotes)");
+    close();
+    throw error;
+  }
+  if (state == State::kStartField) row.new_field();  // "a," ends with an empty field
+  if (too_long()) throw row_error(node, fmt::format("the row is longer than max_row_bytes ({})", rules_.max_row_bytes));
+  width_ = fields.size();
+  return true;
+}
+
+void CsvCursor::save(StateWriter& writer) const {
+  CsvPosition position;
+  if (reading()) position = {true, file_->origin(), next_offset(), line_};
+  writer.write("position", position);
+}
+
+void CsvCursor::load(const StateReader& reader, std::string_view node) {
+  close();
+  const auto position = reader.read<CsvPosition>("position");
+  if (!position.reading) return;
+  try {
+    start(OpenedFile::reopen(position.origin, position.offset, node));
+  } catch (const DataError& error) {
+    DPIPE_THROW(StateError, "{}: cannot continue the file the checkpoint was reading: {}", node, error.what());
+  }
+  line_ = position.line;
+  lines_skipped_ = true;  // a checkpoint is taken between rows, after the skipped lines
+}
+
+}  // namespace dpipe::io::detail
