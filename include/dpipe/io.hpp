@@ -7,4 +7,5 @@
 #include <dpipe/io/list_files.hpp>
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>
