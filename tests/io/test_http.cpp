@@ -78,6 +78,18 @@ std::vector<std::string> serve_parts(HttpServer& server, int files, int lines, s
   return urls;
 }
 
+/// What a fresh graph from `make()` yields once restored from a checkpoint another took after
+/// `count` elements.
+template <class Make>
+auto restored_after(const Make& make, std::size_t count) {
+  const auto pipe = make();
+  (void)dpipe::testing::take(pipe, count);
+  const auto blob = dpipe::graph::save_state(pipe);
+  const auto restored = make();
+  dpipe::graph::load_state(restored, blob);
+  return dpipe::testing::collect(restored);
+}
+
 }  // namespace
 
 TEST_CASE("read_from_http yields each body byte for byte", "[io][http]") {
@@ -175,12 +187,7 @@ TEST_CASE("read_from_http sends the extra headers again at a restore", "[io][htt
            dpipe::io::read_from_http({.headers = {"X-Token: s3cr]:t", "Accept: text/plain"}}) |
            dpipe::io::readlines({}, dpipe::io::lines_only);
   };
-  const auto pipe = make();
-  (void)dpipe::testing::take(pipe, 1);
-  const auto blob = dpipe::graph::save_state(pipe);
-  const auto restored = make();
-  dpipe::graph::load_state(restored, blob);
-  CHECK(dpipe::testing::collect(restored) == std::vector<std::string>{"2", "3"});
+  CHECK(restored_after(make, 1) == std::vector<std::string>{"2", "3"});
   const auto log = server.log();
   REQUIRE(log.size() == 2);
   for (const auto& request : log) {
@@ -354,12 +361,7 @@ TEST_CASE("read_from_http then decompress then readlines reads a compressed body
     return lines;
   };
   CHECK(dpipe::testing::collect(make()) == std::vector<std::string>{"alpha", "beta", "gamma"});
-  const auto pipe = make();
-  (void)dpipe::testing::take(pipe, 1);
-  const auto blob = dpipe::graph::save_state(pipe);
-  const auto restored = make();
-  dpipe::graph::load_state(restored, blob);
-  CHECK(dpipe::testing::collect(restored) == std::vector<std::string>{"beta", "gamma"});
+  CHECK(restored_after(make, 1) == std::vector<std::string>{"beta", "gamma"});
 }
 
 TEST_CASE("Worker processes and threads read sharded URLs and restore mid-epoch", "[io][http][concurrency]") {
