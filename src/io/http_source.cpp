@@ -21,6 +21,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kScheme = "http[";
+/// The backoff stops doubling here.
+constexpr std::chrono::milliseconds kLongestRetryDelay = std::chrono::minutes(10);
 
 /// libcurl's process-wide setup, once, before the first handle.
 void init_curl() {
@@ -357,7 +359,7 @@ bool HttpSource::start(std::uint64_t offset) {
       throw HttpFailure(fmt::format("{} (gave up after {} attempts)", reason, attempts));
     }
     std::this_thread::sleep_for(delay);  // exponential backoff between attempts
-    delay *= 2;
+    if (delay < kLongestRetryDelay) delay = std::min(delay * 2, kLongestRetryDelay);
   }
 }
 

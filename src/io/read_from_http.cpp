@@ -22,7 +22,10 @@ HttpReader::HttpReader(const IterPipe<std::string>& urls, HttpOptions options)
     : IterDataPipe<OpenedFile>(std::string(kName)),
       urls_(urls.ptr()),
       options_(std::move(options)),
-      skipper_(options_.on_error) {}
+      skipper_(options_.on_error) {
+  if (options_.connect_timeout.count() < 0 || options_.timeout.count() < 0 || options_.retry_delay.count() < 0)
+    DPIPE_THROW(InvalidArgument, "read_from_http: connect_timeout, timeout and retry_delay must not be negative");
+}
 
 NodeSettings HttpReader::settings() const {
   std::string header_names;

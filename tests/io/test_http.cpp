@@ -212,6 +212,8 @@ TEST_CASE("read_from_http raises DataError naming the URL and the status", "[io]
     CHECK(error.path() == url);
   }
   CHECK(server.requests("/missing.txt") == 1);  // a 4xx is never retried
+  CHECK_THROWS_WITH(dpipe::iter::from(std::vector<std::string>{url}) | dpipe::io::read_from_http({.timeout = -1ms}),
+                    "read_from_http: connect_timeout, timeout and retry_delay must not be negative");
 }
 
 TEST_CASE("read_from_http retries 5xx and 429 with backoff and then succeeds", "[io][http]") {

@@ -34,7 +34,7 @@ struct HttpOptions {
   /// (connection refused or reset, a timeout) or answered 5xx or 429. Never for other 4xx, and
   /// never once the body has begun.
   unsigned retries = 3;
-  /// The wait before the first retry; each next retry waits twice as long.
+  /// The wait before the first retry; each next retry waits twice as long (up to 10 minutes).
   std::chrono::milliseconds retry_delay{std::chrono::milliseconds(200)};
   /// A body longer than this is a DataError (at the request when the server announces its length,
   /// otherwise when the reader gets there); 0 for no limit.
@@ -60,6 +60,7 @@ class HttpReader final : public IterDataPipe<OpenedFile> {
  public:
   static constexpr std::string_view kName = "read_from_http";
 
+  /// InvalidArgument when a duration in `options` is negative.
   HttpReader(const IterPipe<std::string>& urls, HttpOptions options);
 
   void for_each_input(const InputVisitor& visit) override { visit(urls_); }
