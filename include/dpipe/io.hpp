@@ -9,6 +9,7 @@
 #include <dpipe/io/load_from_archive.hpp>
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>
 #include <dpipe/io/shard_expand.hpp>
 #include <dpipe/io/tfrecord.hpp>

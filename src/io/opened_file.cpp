@@ -71,6 +71,7 @@ OpenedFile OpenedFile::reopen(const std::string& origin, std::uint64_t offset, s
     const std::string_view text = origin;
     if (text.starts_with(kFileScheme)) return open(std::string(text.substr(kFileScheme.size())), node);
     if (auto decompressed = detail::reopen_decompressed(origin, node)) return std::move(*decompressed);
+    if (auto http = detail::reopen_http(origin)) return std::move(*http);
     throw DataError(node, {.path = origin}, "cannot reopen: not a stream origin dpipe knows");
   }();
   file.seek(offset, node);

@@ -14,4 +14,8 @@ namespace dpipe::io::detail {
 /// std::nullopt when `origin` is not one. DataError naming `node` when it cannot be opened.
 std::optional<OpenedFile> reopen_decompressed(const std::string& origin, std::string_view node);
 
+/// The HTTP stream `origin` names ("http[length=..,...]:https://host/a.txt"), not requested yet:
+/// its first seek() or read() sends the request. std::nullopt when `origin` is not one.
+std::optional<OpenedFile> reopen_http(const std::string& origin);
+
 }  // namespace dpipe::io::detail

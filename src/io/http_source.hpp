@@ -1,0 +1,73 @@
+#pragma once
+/// \file
+/// HttpSource: an HTTP body as a detail::ByteSource, pulled through libcurl's multi interface, for
+/// read_from_http() and OpenedFile::reopen(). Private to src/io: no public header names libcurl.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/read_from_http.hpp>
+
+namespace dpipe::io::detail {
+
+/// A transfer that failed: the reason ("HTTP status 404", "Timeout was reached: ...").
+class HttpFailure : public SourceFailure {
+ public:
+  using SourceFailure::SourceFailure;
+};
+
+/// The body of one GET, read front to back. start() sends the request (with its retries) and
+/// waits for the response's headers; read() then drives the transfer only while it waits for
+/// bytes: libcurl's write callback fills the reader's buffer and pauses the transfer when it is
+/// full, so the body is never held in memory. Thread-safety: one thread at a time.
+class HttpSource final : public ByteSource {
+ public:
+  /// A source for `url`, not started. `expected_length` is the body's length at the first
+  /// request (a restore checks that it did not change), std::nullopt when not known.
+  HttpSource(std::string url, const HttpOptions& options, std::optional<std::uint64_t> expected_length = std::nullopt);
+  HttpSource(const HttpSource&) = delete;
+  HttpSource& operator=(const HttpSource&) = delete;
+  ~HttpSource() override;
+
+  /// Requests the body from `offset` on (a Range request when offset > 0) and waits for the
+  /// response's headers, retrying as the options say; returns true when the body the source
+  /// yields starts at `offset`, false when the server sent it whole (it ignores Range). An error
+  /// status, a failed connection, a changed length or a body over max_bytes is an HttpFailure.
+  bool start(std::uint64_t offset);
+
+  /// The body's whole length, as the server announced it, or std::nullopt (while not started, or
+  /// a body without Content-Length).
+  [[nodiscard]] std::optional<std::uint64_t> length() const noexcept { return length_; }
+
+  std::size_t read(char* data, std::size_t size) override;
+  /// Starts a source that is not started yet at `offset` (see start()); false for one started.
+  bool seek(std::uint64_t offset) override;
+
+ private:
+  class Transfer;
+
+  /// One attempt at the request; std::nullopt on success, else the failure and whether it may be
+  /// retried.
+  std::optional<std::pair<std::string, bool>> attempt(std::uint64_t offset);
+
+  std::string url_;
+  HttpOptions options_;
+  std::optional<std::uint64_t> expected_length_;
+  std::optional<std::uint64_t> length_;
+  std::unique_ptr<Transfer> transfer_;
+  std::uint64_t position_ = 0;  // the body offset of the next byte read() returns
+  bool started_ = false;
+  bool empty_ = false;  // a restore at the very end of the body: nothing to request
+};
+
+/// The origin of a stream read_from_http() opened: "http[<settings>]:<url>", where the settings
+/// are the length at the first request and the options a restore needs.
+[[nodiscard]] std::string http_origin(const std::string& url, const HttpOptions& options,
+                                      std::optional<std::uint64_t> length);
+
+}  // namespace dpipe::io::detail

@@ -1,0 +1,61 @@
+#include <utility>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/io/read_from_http.hpp>
+
+#include "io/http_source.hpp"
+
+namespace dpipe::io {
+
+OpenedFile open_http(const std::string& url, const HttpOptions& options, std::string_view node) {
+  auto source = std::make_unique<detail::HttpSource>(url, options);
+  try {
+    (void)source->start(0);
+  } catch (const detail::SourceFailure& failure) {
+    throw DataError(node, {.path = url}, failure.what());
+  }
+  std::string origin = detail::http_origin(url, options, source->length());
+  return {url, std::move(origin), std::move(source)};
+}
+
+HttpReader::HttpReader(const IterPipe<std::string>& urls, HttpOptions options)
+    : IterDataPipe<OpenedFile>(std::string(kName)),
+      urls_(urls.ptr()),
+      options_(std::move(options)),
+      skipper_(options_.on_error) {
+  if (options_.connect_timeout.count() < 0 || options_.timeout.count() < 0 || options_.retry_delay.count() < 0)
+    DPIPE_THROW(InvalidArgument, "read_from_http: connect_timeout, timeout and retry_delay must not be negative");
+}
+
+NodeSettings HttpReader::settings() const {
+  std::string header_names;
+  for (const auto& header : options_.headers) {
+    if (!header_names.empty()) header_names += ' ';
+    header_names += header.substr(0, header.find(':'));  // the names only: values may be secrets
+  }
+  return {{"connect_timeout_ms", std::to_string(options_.connect_timeout.count())},
+          {"timeout_ms", std::to_string(options_.timeout.count())},
+          {"retries", std::to_string(options_.retries)},
+          {"retry_delay_ms", std::to_string(options_.retry_delay.count())},
+          {"max_bytes", std::to_string(options_.max_bytes)},
+          {"headers", header_names}};
+}
+
+void HttpReader::reset_impl() {
+  skipper_.reset();
+  urls_.reset();
+}
+
+std::optional<OpenedFile> HttpReader::next_impl() {
+  while (auto url = urls_.next()) {
+    try {
+      return open_http(*url, options_, label());
+    } catch (const DataError& error) {
+      skipper_.skip_bad_data(error);
+      count_skipped();
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dpipe::io
