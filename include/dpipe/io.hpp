@@ -4,7 +4,9 @@
 /// Not part of <dpipe/dpipe.hpp>: a trainer that reads no files links none of it.
 
 #include <dpipe/io/decompress.hpp>
+#include <dpipe/io/json.hpp>
 #include <dpipe/io/list_files.hpp>
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/parse_json.hpp>
 #include <dpipe/io/readlines.hpp>
