@@ -5,10 +5,12 @@
 
 #include <dpipe/io/csv.hpp>
 #include <dpipe/io/decompress.hpp>
+#include <dpipe/io/json.hpp>
 #include <dpipe/io/list_files.hpp>
 #include <dpipe/io/load_from_archive.hpp>
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/parse_json.hpp>
 #include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>
 #include <dpipe/io/shard_expand.hpp>

@@ -91,6 +91,7 @@ bool LineCursor::next(std::string& line, std::string_view node) {
     const auto [length, ended] = *found;
     if (length > rules_.max_line_bytes) reject_long_line(next_offset(), node);
     const char* text = buffer_.data() + begin_;
+    line_offset_ = next_offset();
     begin_ += length + (ended ? 1 : 0);
     if (++line_ <= rules_.skip_lines) continue;
     // Python's text mode ends a line at "\n" or "\r\n" and hands "\n" over.

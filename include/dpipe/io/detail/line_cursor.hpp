@@ -33,6 +33,10 @@ class LineCursor {
   [[nodiscard]] bool reading() const noexcept { return file_.has_value(); }
   /// The path of the file being read (while reading()).
   [[nodiscard]] const std::string& path() const noexcept { return file_->path(); }
+  /// The number of the line next() stored last (from 1, skipped lines included), while reading().
+  [[nodiscard]] std::uint64_t line() const noexcept { return line_; }
+  /// The byte offset where the line next() stored last starts, while reading().
+  [[nodiscard]] std::uint64_t line_offset() const noexcept { return line_offset_; }
   /// Starts reading `file` from its current offset, as its line 1.
   void start(OpenedFile file);
   /// Stops reading the current file.
@@ -68,6 +72,8 @@ class LineCursor {
   std::size_t end_ = 0;     // the end of what buffer_ holds
   bool at_end_ = false;     // the file has no bytes beyond end_
   std::uint64_t line_ = 0;  // lines consumed from the current file, skipped ones included
+  /// Where the line next() stored last starts.
+  std::uint64_t line_offset_ = 0;
 };
 
 }  // namespace dpipe::io::detail
