@@ -30,6 +30,7 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/io/detail/csv_cursor.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/with_path.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
 namespace dpipe::io {
@@ -51,10 +52,6 @@ struct CsvOptions {
 
 /// A row's fields: what parse_csv() yields.
 using CsvRow = std::vector<std::string>;
-
-/// Tag: the CSV nodes yield (path, row) pairs (torchdata's return_path=True).
-struct WithPath {};
-inline constexpr WithPath with_path{};
 
 /// A row and the path of its file: what the CSV nodes yield with io::with_path.
 template <class Row>

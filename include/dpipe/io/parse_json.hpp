@@ -22,6 +22,7 @@
 #include <dpipe/io/detail/line_cursor.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/with_path.hpp>
 
 namespace dpipe::io {
 
@@ -39,10 +40,6 @@ struct ParseJsonFilesOptions {
   /// A file that is not JSON, too large or unreadable is skipped whole.
   OnError on_error = {};
 };
-
-/// Tag: parse_jsonl yields (path, Json) pairs instead of the values alone.
-struct WithPath {};
-inline constexpr WithPath with_path{};
 
 /// A JSON value and the path of its file: what parse_json_files() and parse_jsonl(options,
 /// io::with_path) yield.
