@@ -15,6 +15,7 @@
 ///
 /// Thread-safety: one thread uses a loader and its iterators.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -31,6 +32,7 @@
 #include <dpipe/core/root_ops.hpp>
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/graph.hpp>
+#include <dpipe/iter/fullsync.hpp>
 #include <dpipe/iter/prefetch.hpp>
 #include <dpipe/iter/shuffle.hpp>
 #include <dpipe/progress.hpp>
@@ -38,6 +40,7 @@
 
 namespace dpipe {
 class MultiProcessingReadingService;
+class InProcessReadingService;
 namespace graph {
 class BackgroundStop;
 }  // namespace graph
@@ -300,13 +303,17 @@ class DataLoader2 {
 
  private:
   /// Registers the typed operations a reading service of type Service may apply to the root for T
-  /// (ops::AppendPrefetch: any service but MultiProcessingReadingService, which never prefetches
-  /// the root), then builds the protocol.
+  /// (ops::AppendPrefetch and ops::AppendFullSync: any service but MultiProcessingReadingService,
+  /// which appends neither; InProcessReadingService appends no fullsync), then builds the protocol.
   template <class Service = void>
   static std::unique_ptr<detail::LoaderCore> make_core(const IterPipe<T>& pipe, const std::vector<AdapterPtr>& adapters,
                                                        const ReadingServiceInterface* service) {
     if constexpr (!std::is_void_v<Service> && !std::is_same_v<Service, MultiProcessingReadingService>) {
       register_typed_op_once<ops::AppendPrefetch, T, &append_node<iter::Prefetcher, T, std::size_t>>();
+      if constexpr (!std::is_same_v<Service, InProcessReadingService>) {
+        register_typed_op_once<ops::AppendFullSync, T,
+                               &append_node<iter::FullSync, T, std::chrono::milliseconds>>();
+      }
     }
     return std::make_unique<detail::LoaderCore>(pipe.ptr(), adapters, service);
   }

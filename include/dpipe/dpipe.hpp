@@ -80,6 +80,7 @@
 #include <dpipe/random/philox.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>
+#include <dpipe/reading_service/distributed.hpp>
 #include <dpipe/reading_service/in_process.hpp>
 #include <dpipe/reading_service/multiprocessing.hpp>
 #include <dpipe/reading_service/reading_service.hpp>

@@ -16,3 +16,4 @@
 #include <dpipe/io/shard_expand.hpp>
 #include <dpipe/io/tfrecord.hpp>
 #include <dpipe/io/webdataset.hpp>
+#include <dpipe/io/with_path.hpp>

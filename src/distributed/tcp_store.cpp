@@ -14,6 +14,7 @@
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/distributed/tcp_store.hpp>
+#include <dpipe/serialization/serializer.hpp>
 
 #include "distributed/tcp_store/protocol.hpp"
 #include "distributed/tcp_store/server.hpp"
@@ -28,48 +29,95 @@ using Clock = std::chrono::steady_clock;
 struct TcpStore::Impl {
   explicit Impl(TcpStoreOptions store_options) : options(std::move(store_options)) {}
 
-  /// Connects (retrying with backoff while the server is not up) and shakes hands.
+  /// Connects and shakes hands, retrying with backoff while no server is up (or one is closing
+  /// on purpose) until `deadline`. Throws RendezvousError for a refusal, or when the deadline
+  /// passes.
   void connect(Clock::time_point deadline) {
     const std::string where = fmt::format("{}:{}", options.host, port);
     std::chrono::milliseconds backoff(10);
-    asio::error_code last;
+    std::string failure = "no answer";  // what the last attempt that ended met
     while (true) {
-      asio::ip::tcp::resolver resolver(io);
-      asio::error_code resolve_error;
-      const auto endpoints = resolver.resolve(options.host, std::to_string(port), resolve_error);
-      if (resolve_error) {
-        DPIPE_THROW(InvalidArgument, "TcpStore: the host '{}' does not resolve: {}", options.host,
-                    resolve_error.message());
+      if (auto refused = attempt(deadline, failure)) {
+        DPIPE_THROW(RendezvousError, "TcpStore: {} ({})", *refused, where);
       }
-      last = asio::error::would_block;
-      asio::async_connect(socket, endpoints, [&](const asio::error_code& error, const auto&) { last = error; });
-      if (run_until(deadline) && !last) break;
+      if (connected) return;
       close();
       const auto now = Clock::now();
       if (now >= deadline) {
         DPIPE_THROW(RendezvousError, "TcpStore: cannot reach the store at {} within {} ms ({})", where,
-                    options.timeout.count(), last == asio::error::would_block ? "no answer" : last.message());
+                    options.timeout.count(), failure);
       }
       std::this_thread::sleep_for(
           std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)));
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     }
-    const Reply welcome = exchange(detail::store::encode(detail::store::Hello{kProtocolVersion, options.token}),
-                                   deadline, "the handshake");
-    if (!welcome.ok) {
-      close();
-      DPIPE_THROW(RendezvousError, "TcpStore: {} ({})", welcome.error, where);
+  }
+
+  /// One connection attempt: connected, or `failure` says why not, or the server's refusal is
+  /// returned.
+  std::optional<std::string> attempt(Clock::time_point deadline, std::string& failure) {
+    asio::ip::tcp::resolver resolver(io);
+    asio::error_code resolve_error;
+    const auto endpoints = resolver.resolve(options.host, std::to_string(port), resolve_error);
+    if (resolve_error) {
+      DPIPE_THROW(InvalidArgument, "TcpStore: the host '{}' does not resolve: {}", options.host,
+                  resolve_error.message());
     }
-    connected = true;
+    asio::error_code result = asio::error::would_block;
+    asio::async_connect(socket, endpoints, [&](const asio::error_code& error, const auto&) { result = error; });
+    if (!run_until(deadline)) return std::nullopt;
+    if (result) {
+      failure = result.message();
+      return std::nullopt;
+    }
+    detail::store::Hello hello{kProtocolVersion, options.token, std::nullopt};
+    if (options.rank) hello.member = detail::store::Member{options.member, *options.rank};
+    Reply welcome;
+    try {
+      welcome = exchange(detail::store::encode(hello), deadline, "the handshake");
+    } catch (const RendezvousError& error) {  // a server that was closing as we came
+      failure = error.what();
+      return std::nullopt;
+    } catch (const TimeoutError&) {
+      return std::nullopt;
+    }
+    if (welcome.ok) {
+      connected = true;
+      return std::nullopt;
+    }
+    if (welcome.failure == detail::store::Failure::kClosing) {
+      failure = welcome.error;
+      return std::nullopt;
+    }
+    return welcome.error;
   }
 
   /// Sends `request` and returns the reply's body; throws the error the server replied with.
-  std::vector<std::byte> call(const Request& request) {
-    const auto deadline = Clock::now() + options.timeout;
-    if (!connected) connect(deadline);
-    const Reply reply = exchange(detail::store::encode(request), deadline, detail::store::describe(request));
-    if (!reply.ok) DPIPE_THROW(InvalidArgument, "TcpStore: {}: {}", detail::store::describe(request), reply.error);
-    return reply.body;
+  /// `grace` extends the wait for a request whose own timeout the server enforces.
+  /// A store that closes on purpose (its process starts another server for its next loader) is
+  /// asked again, once it is back, up to the deadline.
+  std::vector<std::byte> call(const Request& request,
+                              std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
+    const auto deadline = Clock::now() + options.timeout + grace;
+    const std::string what = detail::store::describe(request);
+    while (true) {
+      if (!connected) connect(deadline);
+      const Reply reply = exchange(detail::store::encode(request), deadline, what);
+      if (reply.ok) return reply.body;
+      switch (reply.failure) {
+        case detail::store::Failure::kClosing:
+          close();
+          if (request.op == Op::kLeave) return {};
+          continue;
+        case detail::store::Failure::kRendezvous:
+          DPIPE_THROW(RendezvousError, "TcpStore: {}: {}", what, reply.error);
+        case detail::store::Failure::kTimeout:
+          DPIPE_THROW(TimeoutError, "TcpStore: {}: {}", what, reply.error);
+        case detail::store::Failure::kInvalid:
+          break;
+      }
+      DPIPE_THROW(InvalidArgument, "TcpStore: {}: {}", what, reply.error);
+    }
   }
 
   /// Writes one framed message and reads the framed reply, by `deadline`.
@@ -136,7 +184,7 @@ struct TcpStore::Impl {
 
   TcpStoreOptions options;
   std::uint16_t port = 0;
-  std::unique_ptr<detail::store::StoreServer> server;
+  std::shared_ptr<detail::store::StoreServer> server;
   asio::io_context io;
   asio::ip::tcp::socket socket{io};
   bool connected = false;
@@ -148,8 +196,8 @@ TcpStore::TcpStore(TcpStoreOptions options) : impl_(std::make_unique<Impl>(std::
   }
   impl_->port = impl_->options.port;
   if (impl_->options.serve) {
-    impl_->server = std::make_unique<detail::store::StoreServer>(
-        impl_->options.host, impl_->options.port, impl_->options.token, impl_->options.max_message_bytes);
+    impl_->server = detail::store::StoreServer::shared(impl_->options.host, impl_->options.port, impl_->options.token,
+                                                       impl_->options.max_message_bytes);
     impl_->port = impl_->server->port();
   } else if (impl_->port == 0) {
     DPIPE_THROW(InvalidArgument, "TcpStore: a client needs the store's port");
@@ -162,18 +210,32 @@ TcpStore::~TcpStore() {
   impl_->server.reset();
 }
 
-void TcpStore::set(const std::string& key, std::span<const std::byte> value) {
-  impl_->call(Request{
-      .op = Op::kSet, .key = key, .value = {value.begin(), value.end()}, .desired = {}, .delta = 0, .keys = {}});
+namespace {
+
+/// A request for `op` on `key`; the caller fills what else the operation carries.
+Request request_for(Op op, std::string key = {}) {
+  Request request;
+  request.op = op;
+  request.key = std::move(key);
+  return request;
 }
 
-std::vector<std::byte> TcpStore::get(const std::string& key) {
-  return impl_->call(Request{.op = Op::kGet, .key = key, .value = {}, .desired = {}, .delta = 0, .keys = {}});
+std::vector<std::byte> copy_of(std::span<const std::byte> bytes) { return {bytes.begin(), bytes.end()}; }
+
+}  // namespace
+
+void TcpStore::set(const std::string& key, std::span<const std::byte> value) {
+  auto request = request_for(Op::kSet, key);
+  request.value = copy_of(value);
+  impl_->call(request);
 }
+
+std::vector<std::byte> TcpStore::get(const std::string& key) { return impl_->call(request_for(Op::kGet, key)); }
 
 std::int64_t TcpStore::add(const std::string& key, std::int64_t delta) {
-  const auto text =
-      impl_->call(Request{.op = Op::kAdd, .key = key, .value = {}, .desired = {}, .delta = delta, .keys = {}});
+  auto request = request_for(Op::kAdd, key);
+  request.delta = delta;
+  const auto text = impl_->call(request);
   std::int64_t sum = 0;
   const auto* first = reinterpret_cast<const char*>(text.data());
   std::from_chars(first, first + text.size(), sum);
@@ -182,22 +244,52 @@ std::int64_t TcpStore::add(const std::string& key, std::int64_t delta) {
 
 std::vector<std::byte> TcpStore::compare_set(const std::string& key, std::span<const std::byte> expected,
                                              std::span<const std::byte> desired) {
-  return impl_->call(Request{.op = Op::kCompareSet,
-                             .key = key,
-                             .value = {expected.begin(), expected.end()},
-                             .desired = {desired.begin(), desired.end()},
-                             .delta = 0,
-                             .keys = {}});
+  auto request = request_for(Op::kCompareSet, key);
+  request.value = copy_of(expected);
+  request.desired = copy_of(desired);
+  return impl_->call(request);
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys) {
-  impl_->call(Request{.op = Op::kWait, .key = {}, .value = {}, .desired = {}, .delta = 0, .keys = keys});
+  auto request = request_for(Op::kWait);
+  request.keys = keys;
+  impl_->call(request);
 }
 
 bool TcpStore::remove(const std::string& key) {
-  const auto existed =
-      impl_->call(Request{.op = Op::kDelete, .key = key, .value = {}, .desired = {}, .delta = 0, .keys = {}});
+  const auto existed = impl_->call(request_for(Op::kDelete, key));
   return !existed.empty() && existed.front() == std::byte{1};
+}
+
+std::vector<std::vector<std::byte>> TcpStore::all_gather(const std::string& round, std::size_t rank,
+                                                         std::size_t world_size, std::span<const std::byte> value,
+                                                         bool wait) {
+  // The server fails the round at its timeout and says who is missing; the client waits a little
+  // longer for that answer.
+  constexpr std::chrono::milliseconds kGrace(1000);
+  auto request = request_for(Op::kGather, round);
+  request.value = copy_of(value);
+  request.rank = rank;
+  request.world_size = world_size;
+  request.wait = wait;
+  request.timeout_ms = static_cast<std::uint64_t>(impl_->options.timeout.count());
+  const auto body = impl_->call(request, kGrace);
+  if (!wait) return {};
+  ByteReader reader(body);
+  auto values = reader.read<std::vector<std::vector<std::byte>>>();
+  if (!reader.at_end() || values.size() != world_size) {
+    DPIPE_THROW(RendezvousError, "TcpStore: all_gather('{}'): a malformed reply from the store", round);
+  }
+  return values;
+}
+
+void TcpStore::leave() noexcept {
+  try {
+    if (impl_->connected) impl_->call(request_for(Op::kLeave));
+  } catch (const std::exception&) {
+    // The store is gone already (rank 0 shut down first): nothing to tell it.
+  }
+  impl_->close();
 }
 
 std::chrono::milliseconds TcpStore::timeout() const { return impl_->options.timeout; }

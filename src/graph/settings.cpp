@@ -1,5 +1,6 @@
 // Graph-wide settings: sharding, random seeds, shuffle switches.
 
+#include <algorithm>
 #include <functional>
 
 #include <dpipe/core/capabilities.hpp>
@@ -35,6 +36,14 @@ void apply_sharding(const DataPipePtr& root, std::size_t num_instances, std::siz
         }
       };
   apply(traverse_dps(root), nullptr);
+}
+
+bool sharded_for(const DataPipePtr& root, ShardingPriority group) {
+  const auto nodes = list_dps(traverse_dps(root));
+  return std::ranges::any_of(nodes, [group](const DataPipePtr& node) {
+    const auto* sharding = dynamic_cast<const ShardingDataPipe*>(node.get());
+    return sharding != nullptr && sharding->sharded_for(group);
+  });
 }
 
 std::optional<std::size_t> sharded_length(const DataPipePtr& root, std::size_t num_instances, std::size_t instance_id,

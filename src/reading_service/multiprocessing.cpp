@@ -108,6 +108,7 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
         options_.num_workers, threads ? "threads" : "processes");
   }
   shadow_ = graph::clone(graph);
+  distributed_ = graph::sharded_for(graph, ShardingPriority::kDistributed);
 
   detail::mp::GroupPlan plan;
   plan.config = detail::mp::GroupConfig{.num_workers = options_.num_workers,
@@ -177,11 +178,18 @@ GraphFunction MultiProcessingReadingService::initialize_iteration(SeedGenerator&
                 "change the graph per epoch with worker_reset_fn instead");
   }
   stop_main_background();
-  const SeedGenerator epoch = seeds;
-  graph::set_graph_random_seed(shadow_, seeds);  // advances `seeds` exactly as an in-process epoch does
-  SeedGenerator main_seeds = epoch;
-  graph::set_graph_random_seed(end_, main_seeds);  // the nodes that stay in the main process
-  group_->reset(epoch);
+  if (distributed_) {
+    // A distributed service before this one reseeds `seeds` every epoch: seed as torchdata does,
+    // the main process's nodes from `seeds`, then each worker from a spawn of what is left.
+    graph::set_graph_random_seed(end_, seeds);
+    group_->reset(seeds, /*reseeded=*/true);
+  } else {
+    const SeedGenerator epoch = seeds;
+    graph::set_graph_random_seed(shadow_, seeds);  // advances `seeds` exactly as an in-process epoch does
+    SeedGenerator main_seeds = epoch;
+    graph::set_graph_random_seed(end_, main_seeds);  // the nodes that stay in the main process
+    group_->reset(epoch);
+  }
   paused_ = false;
   leave_main_background_stopped();  // the loader's reset of the root starts the new epoch's threads
   return {};

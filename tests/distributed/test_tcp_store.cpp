@@ -3,6 +3,7 @@
 // fuzz test of the message decoders.
 
 #include <arpa/inet.h>
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <netinet/in.h>
@@ -20,13 +21,19 @@
 #include <dpipe/dpipe.hpp>
 
 #include "distributed/tcp_store/protocol.hpp"
+#include "support/free_port.hpp"
 #include "support/log_capture.hpp"
+#include "support/memory_store.hpp"
+#include "support/raw_peer.hpp"
 
 namespace {
 
 using dpipe::TcpStore;
 using dpipe::TcpStoreOptions;
+using dpipe::testing::free_port;
+using dpipe::testing::hello;
 using dpipe::testing::LogCapture;
+using dpipe::testing::RawPeer;
 using namespace std::chrono_literals;
 
 TcpStoreOptions server_options(std::chrono::milliseconds timeout = 5000ms) {
@@ -52,67 +59,6 @@ std::vector<std::byte> bytes(std::string_view text) {
 
 std::string text(const std::vector<std::byte>& value) {
   return {reinterpret_cast<const char*>(value.data()), value.size()};
-}
-
-/// A port nothing listens on right now.
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  socklen_t length = sizeof(address);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-/// A raw connection to the store, to send what no TcpStore would.
-class RawPeer {
- public:
-  explicit RawPeer(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  }
-  ~RawPeer() { ::close(fd_); }
-  RawPeer(const RawPeer&) = delete;
-  RawPeer& operator=(const RawPeer&) = delete;
-
-  void send(const std::vector<std::byte>& data) const {
-    REQUIRE(::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size()));
-  }
-  /// The next framed reply, decoded.
-  dpipe::detail::store::Reply reply() const {
-    std::uint32_t size = 0;
-    read_exactly(&size, sizeof(size));
-    std::vector<std::byte> body(size);
-    read_exactly(body.data(), size);
-    return dpipe::detail::store::decode_reply(body);
-  }
-  /// Whether the server closed the connection (the next read sees the end).
-  [[nodiscard]] bool closed_by_server() const {
-    char byte = 0;
-    return ::recv(fd_, &byte, 1, 0) == 0;
-  }
-
- private:
-  void read_exactly(void* out, std::size_t size) const {
-    auto* cursor = static_cast<char*>(out);
-    while (size > 0) {
-      const ssize_t got = ::recv(fd_, cursor, size, 0);
-      REQUIRE(got > 0);
-      cursor += got;
-      size -= static_cast<std::size_t>(got);
-    }
-  }
-  int fd_;
-};
-
-std::vector<std::byte> hello(std::uint32_t version, const std::string& token) {
-  return dpipe::detail::store::frame(dpipe::detail::store::encode(dpipe::detail::store::Hello{version, token}));
 }
 
 TEST_CASE("TcpStore: set get add compare_set wait remove between two ranks", "[distributed][store][concurrency]") {
@@ -231,7 +177,7 @@ TEST_CASE("TcpStore: wrong token / version / oversized or malformed messages are
     CHECK(peer.closed_by_server());
     return reply.error;
   };
-  CHECK(refused(hello(99, "job-1")) == "the store refused the connection: protocol version 99, this store speaks 1");
+  CHECK(refused(hello(99, "job-1")) == "the store refused the connection: protocol version 99, this store speaks 2");
   CHECK(refused({std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0x40}}) ==
         "the store refused the connection: a message of 1073741824 bytes exceeds the limit of 4096");
   CHECK(refused(dpipe::detail::store::frame(bytes("GET / HTTP/1.1"))) ==
@@ -303,17 +249,35 @@ TEST_CASE("PrefixStore: two loaders' keys never collide", "[distributed][store]"
 
 TEST_CASE("TcpStore: the decoders take any bytes without reading out of bounds", "[distributed][store][fuzz]") {
   namespace store = dpipe::detail::store;
-  std::vector<std::vector<std::byte>> valid = {
-      store::encode(store::Hello{1, "job-1"}),
-      store::encode(store::Request{.op = store::Op::kCompareSet,
-                                   .key = "k",
-                                   .value = bytes("a"),
-                                   .desired = bytes("b"),
-                                   .delta = 0,
-                                   .keys = {}}),
-      store::encode(store::Request{
-          .op = store::Op::kWait, .key = {}, .value = {}, .desired = {}, .delta = 0, .keys = {"a", "b"}}),
-      store::encode(store::Reply{.ok = false, .body = {}, .error = "no"}),
+  store::Request compare_set;
+  compare_set.op = store::Op::kCompareSet;
+  compare_set.key = "k";
+  compare_set.value = bytes("a");
+  compare_set.desired = bytes("b");
+  store::Request wait;
+  wait.op = store::Op::kWait;
+  wait.keys = {"a", "b"};
+  store::Request gather;
+  gather.op = store::Op::kGather;
+  gather.key = "loader0/fullsync0/1/2";
+  gather.value = bytes("progress");
+  gather.rank = 1;
+  gather.world_size = 2;
+  gather.timeout_ms = 500;
+  store::Request leave;
+  leave.op = store::Op::kLeave;
+  store::Reply refused;
+  refused.ok = false;
+  refused.failure = store::Failure::kTimeout;
+  refused.error = "no";
+  const std::vector<std::vector<std::byte>> valid = {
+      store::encode(store::Hello{2, "job-1", std::nullopt}),
+      store::encode(store::Hello{2, "job-1", store::Member{"loader0/", 1}}),
+      store::encode(compare_set),
+      store::encode(wait),
+      store::encode(gather),
+      store::encode(leave),
+      store::encode(refused),
   };
   std::mt19937 random(20261124);
   std::size_t decoded = 0;
@@ -341,3 +305,165 @@ TEST_CASE("TcpStore: the decoders take any bytes without reading out of bounds",
 }
 
 }  // namespace
+
+namespace {
+
+/// The store options of `rank` of member `member`, connecting to `port`.
+TcpStoreOptions rank_options(std::uint16_t port, std::size_t rank, std::chrono::milliseconds timeout = 5000ms) {
+  TcpStoreOptions options = client_options(port, timeout);
+  options.rank = rank;
+  options.member = "loader0/";
+  return options;
+}
+
+std::vector<std::string> texts(const std::vector<std::vector<std::byte>>& values) {
+  std::vector<std::string> out;
+  for (const auto& value : values) out.push_back(text(value));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("TcpStore: all_gather gives every rank every value in rank order", "[distributed][store][concurrency]") {
+  TcpStoreOptions options = server_options();
+  options.rank = 0;
+  options.member = "loader0/";
+  TcpStore rank0(options);
+  std::vector<std::vector<std::string>> seen(3);
+  std::vector<std::thread> others;
+  for (std::size_t rank = 1; rank < 3; ++rank) {
+    others.emplace_back([&, rank] {
+      TcpStore store(rank_options(rank0.port(), rank));
+      for (int round = 0; round < 50; ++round) {
+        const std::string value = "r" + std::to_string(rank) + "/" + std::to_string(round);
+        const auto values = store.all_gather("loader0/round/" + std::to_string(round), rank, 3, bytes(value));
+        if (round == 49) seen[rank] = texts(values);
+      }
+    });
+  }
+  for (int round = 0; round < 50; ++round) {
+    const auto values = rank0.all_gather("loader0/round/" + std::to_string(round), 0, 3, bytes("r0/" + std::to_string(round)));
+    if (round == 49) seen[0] = texts(values);
+  }
+  for (auto& other : others) other.join();
+  const std::vector<std::string> expected{"r0/49", "r1/49", "r2/49"};
+  CHECK(seen == std::vector<std::vector<std::string>>{expected, expected, expected});
+  // A completed round is forgotten: the same name starts a new round.
+  CHECK(rank0.all_gather("loader0/again", 0, 1, bytes("x")) == std::vector<std::vector<std::byte>>{bytes("x")});
+  CHECK(rank0.all_gather("loader0/again", 0, 1, bytes("y")) == std::vector<std::vector<std::byte>>{bytes("y")});
+}
+
+TEST_CASE("TcpStore: all_gather names the ranks that did not arrive / left / and refuses nonsense",
+          "[distributed][store][concurrency]") {
+  TcpStoreOptions options = server_options(300ms);
+  options.rank = 0;
+  options.member = "loader0/";
+  TcpStore rank0(options);
+  SECTION("a timeout") {
+    CHECK_THROWS_MATCHES(rank0.all_gather("loader0/seed/0", 0, 3, bytes("s")), dpipe::TimeoutError,
+                         Catch::Message("TcpStore: all_gather('loader0/seed/0', rank 0 of 3): ranks 1, 2 did not arrive "
+                                        "within 300 ms"));
+  }
+  SECTION("a rank that leaves on purpose, before and after the others arrive") {
+    TcpStore rank1(rank_options(rank0.port(), 1));
+    std::thread waiting([&] {
+      CHECK_THROWS_MATCHES(rank0.all_gather("loader0/fullsync0/1/0", 0, 2, bytes("p")), dpipe::RendezvousError,
+                           Catch::Message("TcpStore: all_gather('loader0/fullsync0/1/0', rank 0 of 2): rank 1 is gone: "
+                                          "it shut its loader down"));
+    });
+    rank1.leave();
+    waiting.join();
+    CHECK_THROWS_MATCHES(rank0.all_gather("loader0/fullsync0/1/1", 0, 2, bytes("p")), dpipe::RendezvousError,
+                         Catch::Message("TcpStore: all_gather('loader0/fullsync0/1/1', rank 0 of 2): rank 1 is gone: "
+                                        "it shut its loader down"));
+    // Another member's rounds are not its business.
+    CHECK(rank0.all_gather("loader1/seed/0", 0, 1, bytes("s")).size() == 1);
+  }
+  SECTION("a rank whose process dies") {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      try {
+        TcpStore rank1(rank_options(rank0.port(), 1));
+        rank1.set("connected", std::string_view("yes"));
+        ::raise(SIGKILL);
+      } catch (...) {
+      }
+      ::_exit(3);
+    }
+    CHECK(rank0.get_text("connected") == "yes");
+    CHECK_THROWS_MATCHES(rank0.all_gather("loader0/fullsync0/1/0", 0, 2, bytes("p")), dpipe::RendezvousError,
+                         Catch::Message("TcpStore: all_gather('loader0/fullsync0/1/0', rank 0 of 2): rank 1 is gone: "
+                                        "its connection to the store closed (the process ended or was killed)"));
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+  }
+  SECTION("a rank that leaves its value without waiting") {
+    TcpStore rank1(rank_options(rank0.port(), 1));
+    CHECK(rank1.all_gather("loader0/fullsync0/1/0", 1, 2, bytes("failed"), /*wait=*/false).empty());
+    CHECK(texts(rank0.all_gather("loader0/fullsync0/1/0", 0, 2, bytes("ok"))) ==
+          std::vector<std::string>{"ok", "failed"});
+  }
+  SECTION("nonsense") {
+    CHECK_THROWS_MATCHES(rank0.all_gather("loader0/x", 2, 2, bytes("v")), dpipe::InvalidArgument,
+                         Catch::Message("TcpStore: all_gather('loader0/x', rank 2 of 2): rank 2 is outside a world of 2"));
+    TcpStore rank1(rank_options(rank0.port(), 1));
+    CHECK(rank1.all_gather("loader0/y", 1, 2, bytes("v"), /*wait=*/false).empty());
+    CHECK_THROWS_MATCHES(rank0.all_gather("loader0/y", 0, 3, bytes("v")), dpipe::InvalidArgument,
+                         Catch::Message("TcpStore: all_gather('loader0/y', rank 0 of 3): rank 0 says the world has 3 "
+                                        "ranks, an earlier rank said 2"));
+    CHECK_THROWS_MATCHES(rank1.all_gather("loader0/y", 1, 2, bytes("v"), false), dpipe::InvalidArgument,
+                         Catch::Message("TcpStore: all_gather('loader0/y', rank 1 of 2): rank 1 arrived twice"));
+  }
+}
+
+TEST_CASE("TcpStore: a server that closes on purpose is asked again once the next one is up",
+          "[distributed][store][concurrency]") {
+  const std::uint16_t port = free_port();
+  TcpStoreOptions options = server_options();
+  options.port = port;
+  auto first = std::make_unique<TcpStore>(options);
+  TcpStore client(client_options(port));
+  client.set("on the first", std::string_view("1"));
+  std::vector<std::string> values;
+  std::thread waiting([&] { values = texts(client.all_gather("next/round", 1, 2, bytes("client"))); });
+  first.reset();  // the client's round was asked of it: it asks again, of the next server
+  TcpStore second(options);
+  CHECK(texts(second.all_gather("next/round", 0, 2, bytes("server"))) == std::vector<std::string>{"server", "client"});
+  waiting.join();
+  CHECK(values == std::vector<std::string>{"server", "client"});
+}
+
+TEST_CASE("Store: the default all_gather of a store of your own", "[distributed][store][concurrency]") {
+  auto store = std::make_shared<dpipe::testing::MemoryStore>();
+  dpipe::PrefixStore view(store, "dpipe/");
+  std::vector<std::string> seen;
+  std::thread rank1([&] { seen = texts(view.all_gather("round", 1, 2, bytes("b"))); });
+  CHECK(texts(view.all_gather("round", 0, 2, bytes("a"))) == std::vector<std::string>{"a", "b"});
+  rank1.join();
+  CHECK(seen == std::vector<std::string>{"a", "b"});
+  CHECK(store->get_text("dpipe/round/0") == "a");  // the default keeps its keys
+  CHECK_THROWS_MATCHES(view.all_gather("round", 2, 2, bytes("c")), dpipe::InvalidArgument,
+                       Catch::Message("Store::all_gather('dpipe/round'): rank 2 is outside a world of 2"));
+}
+
+TEST_CASE("TcpStore: a live server takes random frames and goes on serving", "[distributed][store][fuzz]") {
+  TcpStore server(server_options());
+  std::mt19937 random(20261125);
+  for (int peer = 0; peer < 200; ++peer) {
+    const RawPeer raw(server.port());
+    if (peer % 2 == 0) {
+      raw.send(hello(TcpStore::kProtocolVersion, "job-1"));
+      CHECK(raw.reply().ok);
+    }
+    std::vector<std::byte> frame(4 + random() % 64);
+    const auto size = static_cast<std::uint32_t>(peer % 7 == 0 ? random() : frame.size() - 4);
+    std::memcpy(frame.data(), &size, sizeof(size));
+    for (std::size_t i = 4; i < frame.size(); ++i) frame[i] = static_cast<std::byte>(random());
+    raw.send(frame);
+  }
+  TcpStore client(client_options(server.port()));
+  client.set("after", std::string_view("fuzz"));
+  CHECK(server.get_text("after") == "fuzz");
+}

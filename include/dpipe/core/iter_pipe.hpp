@@ -216,7 +216,7 @@ class IterPipe : public std::ranges::view_base {
   [[nodiscard]] IterPipe<T> random_split(const SplitWeights& weights, std::uint64_t seed,
                                          std::optional<std::size_t> total_length, const std::string& target) const;
   /// Keeps the ranks of a distributed job in step; not replicable. A pass-through in one process.
-  [[nodiscard]] IterPipe<T> fullsync(std::chrono::seconds timeout = std::chrono::seconds(1800)) const;
+  [[nodiscard]] IterPipe<T> fullsync(std::chrono::milliseconds timeout = std::chrono::seconds(1800)) const;
   /// Applies `fn` on a pool of `threads` threads, in order, with at most `max_in_flight` elements
   /// taken and not yet handed out (defaults: hardware threads, 4 per thread). An exception from fn
   /// is an ElementError at that element's position, or, under OnError::skip(), a skipped element.

@@ -5,6 +5,7 @@
 /// its element type T, built with append_node (<dpipe/core/iter_pipe.hpp>), only when its service
 /// or adapters may use them.
 
+#include <chrono>
 #include <cstddef>
 #include <string_view>
 
@@ -22,6 +23,12 @@ struct AppendPrefetch {
 struct AppendShuffle {
   using Function = DataPipePtr(const DataPipePtr& node, std::size_t buffer_size);
   static constexpr std::string_view kOperation = "shuffle";
+};
+
+/// `node.fullsync(timeout)` on an erased iter node (DistributedReadingService appends one).
+struct AppendFullSync {
+  using Function = DataPipePtr(const DataPipePtr& node, std::chrono::milliseconds timeout);
+  static constexpr std::string_view kOperation = "fullsync";
 };
 
 }  // namespace dpipe::ops

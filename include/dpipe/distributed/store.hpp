@@ -39,6 +39,21 @@ class Store {
   /// Deletes `key`; returns whether it held a value.
   virtual bool remove(const std::string& key) = 0;
 
+  /// A collective step of `world_size` ranks: each rank calls it once for `round` with its own
+  /// `rank` and `value`, and gets every rank's value in rank order once all have arrived. With
+  /// `wait` false the rank only leaves its value (a failing rank telling the others why) and gets
+  /// nothing back. Throws TimeoutError naming what did not arrive within timeout(), and
+  /// RendezvousError when a rank of the round is known to be gone.
+  ///
+  /// The default implementation builds it from set(), wait() and get() under the keys
+  /// "<round>/<rank>", which it leaves in the store (about one key per rank per fullsync round
+  /// and per epoch: a store of your own that serves long jobs should override it). TcpStore does
+  /// it in one request per rank, keeps nothing once the round is complete, and knows when a rank
+  /// left (its connection closed).
+  virtual std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank,
+                                                         std::size_t world_size, std::span<const std::byte> value,
+                                                         bool wait = true);
+
   /// The longest any call waits.
   [[nodiscard]] virtual std::chrono::milliseconds timeout() const = 0;
   virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
@@ -70,6 +85,9 @@ class PrefixStore final : public Store {
                                      std::span<const std::byte> desired) override;
   void wait(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;
+  /// The store's all_gather of the prefixed round.
+  std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank, std::size_t world_size,
+                                                 std::span<const std::byte> value, bool wait = true) override;
   [[nodiscard]] std::chrono::milliseconds timeout() const override { return store_->timeout(); }
   void set_timeout(std::chrono::milliseconds timeout) override { store_->set_timeout(timeout); }
 

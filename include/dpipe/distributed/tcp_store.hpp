@@ -4,15 +4,18 @@
 /// a client of it like every rank); the other ranks connect, retrying with backoff until the
 /// timeout while rank 0 is not up yet.
 ///
-/// Wire protocol (version 1): every message is a frame, a 4-byte length then that many bytes, at
-/// most `max_message_bytes`. A connection starts with a handshake carrying the protocol version
-/// and the job token; the server refuses, logs and closes a connection with another version or
-/// token, a frame over the limit, or a message it cannot decode, and goes on serving the others.
+/// Wire protocol (version 2): every message is a frame, a 4-byte length then that many bytes, at
+/// most `max_message_bytes`. A connection starts with a handshake carrying the protocol version,
+/// the job token and, for a rank of a loader, who it is; the server refuses, logs and closes a
+/// connection with another version or token, a frame over the limit, or a message it cannot
+/// decode, and goes on serving the others. TcpStores of one process that serve the same host and
+/// port share one server.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +37,12 @@ struct TcpStoreOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
   /// The largest frame either side accepts.
   std::size_t max_message_bytes = std::size_t{64} << 20;
+  /// The rank this client speaks for, and what it is a rank of (a loader's key prefix): the
+  /// all_gather rounds under that prefix that still wait for this rank then fail at once, naming
+  /// it, when its connection closes (its process died) or it calls leave(), instead of running
+  /// into their timeout. Unset: the client is nobody in particular.
+  std::optional<std::size_t> rank;
+  std::string member;
 };
 
 /// Thread-safety: one thread at a time calls a TcpStore; the server thread is its own.
@@ -55,16 +64,26 @@ class TcpStore final : public Store {
                                      std::span<const std::byte> desired) override;
   void wait(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;
+  /// One request per rank; the server forgets the round once complete and fails it for everyone
+  /// when its timeout passes (TimeoutError naming the ranks that did not arrive) or when a
+  /// missing rank is gone (RendezvousError: "rank 1 is gone: its connection to the store closed").
+  std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank, std::size_t world_size,
+                                                 std::span<const std::byte> value, bool wait = true) override;
   [[nodiscard]] std::chrono::milliseconds timeout() const override;
   void set_timeout(std::chrono::milliseconds timeout) override;
 
   using Store::set;
 
+  /// Tells the server that this client's rank leaves on purpose (its loader shuts down), so that
+  /// rounds still waiting for it fail now ("rank 1 is gone: it shut its loader down"), and closes
+  /// the connection. Never throws: a store that is gone already is no news at shutdown.
+  void leave() noexcept;
+
   /// The port of the store (the one the server bound, when it was 0).
   [[nodiscard]] std::uint16_t port() const noexcept;
 
   /// The protocol version this build speaks.
-  static constexpr std::uint32_t kProtocolVersion = 1;
+  static constexpr std::uint32_t kProtocolVersion = 2;
 
  private:
   struct Impl;

@@ -19,6 +19,10 @@ namespace dpipe::graph {
 void apply_sharding(const DataPipePtr& root, std::size_t num_instances, std::size_t instance_id,
                     ShardingPriority group = ShardingPriority::kDefault);
 
+/// Whether some sharding node upstream of `root` was sharded for `group` (a distributed reading
+/// service shards for ShardingPriority::kDistributed).
+[[nodiscard]] bool sharded_for(const DataPipePtr& root, ShardingPriority group);
+
 /// The length of one iteration of a copy of `root`'s graph with apply_sharding(num_instances,
 /// instance_id, group) applied: what that instance yields, when known. `root` is not changed.
 [[nodiscard]] std::optional<std::size_t> sharded_length(const DataPipePtr& root, std::size_t num_instances,

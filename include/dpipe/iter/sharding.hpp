@@ -28,6 +28,7 @@ class ShardingSettings {
 
   [[nodiscard]] std::size_t num_instances() const noexcept { return num_instances_; }
   [[nodiscard]] std::size_t instance_id() const noexcept { return instance_id_; }
+  [[nodiscard]] bool applied(ShardingPriority group) const { return groups_.contains(group); }
 
  private:
   std::optional<ShardingPriority> group_filter_;
@@ -56,6 +57,7 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
   void apply_sharding(std::size_t num_instances, std::size_t instance_id, ShardingPriority group) override {
     settings_.apply(num_instances, instance_id, group);
   }
+  [[nodiscard]] bool sharded_for(ShardingPriority group) const override { return settings_.applied(group); }
   [[nodiscard]] std::size_t num_instances() const noexcept { return settings_.num_instances(); }
   [[nodiscard]] std::size_t instance_id() const noexcept { return settings_.instance_id(); }
 

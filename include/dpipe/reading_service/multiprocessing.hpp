@@ -16,7 +16,8 @@
 /// Workers persist across epochs. Each epoch, worker w gets the loader's seeds spawned for w
 /// (SeedGenerator::spawn); with the same seed, the output is the same every run, and for a
 /// pipeline whose random nodes sit before the sharding point it equals the in-process output for
-/// the same seed, every epoch. Elements cross as bytes (dpipe::Serializer): an element type
+/// the same seed, every epoch. After a DistributedReadingService (which reseeds every epoch from
+/// rank 0's seed) it seeds exactly as torchdata does, in every epoch. Elements cross as bytes (dpipe::Serializer): an element type
 /// without a Serializer is an InvalidArgument at initialize().
 ///
 /// Failures: an exception in a worker reaches the loop as WorkerError ("Caught std::runtime_error
@@ -159,6 +160,7 @@ class MultiProcessingReadingService final
   DataPipePtr placeholder_;  // where the dispatched elements enter the branch, or null
   std::unique_ptr<graph::BackgroundStop> main_stopped_;  // the main process's nodes, while stopped
   bool paused_ = false;
+  bool distributed_ = false;  // a distributed service sharded the graph first (and reseeds every epoch)
 };
 
 }  // namespace dpipe

@@ -30,6 +30,11 @@ std::vector<std::byte> encode(const Hello& hello) {
   writer.write_bytes(kMagic.data(), kMagic.size());
   writer.write(hello.version);
   writer.write(hello.token);
+  writer.write(hello.member.has_value());
+  if (hello.member) {
+    writer.write(hello.member->name);
+    writer.write(hello.member->rank);
+  }
   return out;
 }
 
@@ -58,6 +63,16 @@ std::vector<std::byte> encode(const Request& request) {
     case Op::kDelete:
       writer.write(request.key);
       break;
+    case Op::kGather:
+      writer.write(request.key);
+      writer.write(request.value);
+      writer.write(request.rank);
+      writer.write(request.world_size);
+      writer.write(request.wait);
+      writer.write(request.timeout_ms);
+      break;
+    case Op::kLeave:
+      break;
   }
   return out;
 }
@@ -69,6 +84,7 @@ std::vector<std::byte> encode(const Reply& reply) {
   if (reply.ok) {
     writer.write(reply.body);
   } else {
+    writer.write(static_cast<std::uint8_t>(reply.failure));
     writer.write(reply.error);
   }
   return out;
@@ -83,6 +99,12 @@ Hello decode_hello(std::span<const std::byte> message) {
     Hello hello;
     hello.version = reader.read<std::uint32_t>();
     hello.token = reader.read<std::string>();
+    if (reader.read<bool>()) {
+      Member member;
+      member.name = reader.read<std::string>();
+      member.rank = reader.read<std::uint64_t>();
+      hello.member = std::move(member);
+    }
     return hello;
   });
 }
@@ -91,7 +113,7 @@ Request decode_request(std::span<const std::byte> message) {
   return decode_all(message, "request", [](ByteReader& reader) {
     Request request;
     const auto op = reader.read<std::uint8_t>();
-    if (op < static_cast<std::uint8_t>(Op::kSet) || op > static_cast<std::uint8_t>(Op::kDelete)) {
+    if (op < static_cast<std::uint8_t>(Op::kSet) || op > static_cast<std::uint8_t>(Op::kLeave)) {
       DPIPE_THROW(SerializationError, "unknown operation {}", op);
     }
     request.op = static_cast<Op>(op);
@@ -116,6 +138,16 @@ Request decode_request(std::span<const std::byte> message) {
       case Op::kDelete:
         request.key = reader.read<std::string>();
         break;
+      case Op::kGather:
+        request.key = reader.read<std::string>();
+        request.value = reader.read<std::vector<std::byte>>();
+        request.rank = reader.read<std::uint64_t>();
+        request.world_size = reader.read<std::uint64_t>();
+        request.wait = reader.read<bool>();
+        request.timeout_ms = reader.read<std::uint64_t>();
+        break;
+      case Op::kLeave:
+        break;
     }
     return request;
   });
@@ -128,6 +160,12 @@ Reply decode_reply(std::span<const std::byte> message) {
     if (reply.ok) {
       reply.body = reader.read<std::vector<std::byte>>();
     } else {
+      const auto failure = reader.read<std::uint8_t>();
+      if (failure < static_cast<std::uint8_t>(Failure::kInvalid) ||
+          failure > static_cast<std::uint8_t>(Failure::kClosing)) {
+        DPIPE_THROW(SerializationError, "unknown failure {}", failure);
+      }
+      reply.failure = static_cast<Failure>(failure);
       reply.error = reader.read<std::string>();
     }
     return reply;
@@ -154,6 +192,10 @@ std::string describe(const Request& request) {
       return fmt::format("compare_set('{}')", request.key);
     case Op::kWait:
       return fmt::format("wait('{}')", fmt::join(request.keys, "', '"));
+    case Op::kGather:
+      return fmt::format("all_gather('{}', rank {} of {})", request.key, request.rank, request.world_size);
+    case Op::kLeave:
+      return "leave()";
     case Op::kDelete:
       break;
   }

@@ -5,8 +5,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dpipe::detail::store {
@@ -16,26 +18,52 @@ inline constexpr std::string_view kMagic = "dpipe-store";
 /// The largest handshake a server reads before it knows the client.
 inline constexpr std::size_t kMaxHelloBytes = 4096;
 
-enum class Op : std::uint8_t { kSet = 1, kGet, kAdd, kCompareSet, kWait, kDelete };
+/// kGather: Store::all_gather; kLeave: the client's member leaves the job on purpose (a loader
+/// that shuts down), so the server reports it as gone without waiting for its connection to close.
+enum class Op : std::uint8_t { kSet = 1, kGet, kAdd, kCompareSet, kWait, kDelete, kGather, kLeave };
+
+/// Who a client is in the job: a rank of a member (a loader's key prefix), or nobody (a client
+/// that only reads and writes keys).
+struct Member {
+  std::string name;
+  std::uint64_t rank = 0;
+  friend auto operator<=>(const Member&, const Member&) = default;
+};
 
 struct Hello {
   std::uint32_t version = 0;
   std::string token;
+  std::optional<Member> member;
 };
 
 struct Request {
   Op op = Op::kSet;
-  std::string key;                 // every op but kWait
-  std::vector<std::byte> value;    // kSet: the value; kCompareSet: the expected value
+  std::string key;                 // every op but kWait and kLeave; kGather: the round
+  std::vector<std::byte> value;    // kSet, kGather: the value; kCompareSet: the expected value
   std::vector<std::byte> desired;  // kCompareSet
   std::int64_t delta = 0;          // kAdd
   std::vector<std::string> keys;   // kWait
+  std::uint64_t rank = 0;          // kGather
+  std::uint64_t world_size = 0;    // kGather
+  bool wait = true;                // kGather: false leaves the value and replies at once
+  std::uint64_t timeout_ms = 0;    // kGather: how long the round may take from its first arrival
+};
+
+/// What a refused request is, so the client raises the matching exception.
+enum class Failure : std::uint8_t {
+  kInvalid = 1,     // InvalidArgument: the request does not make sense
+  kRendezvous = 2,  // RendezvousError: a rank of the round is gone, or the connection is refused
+  kTimeout = 3,     // TimeoutError: a round did not complete in time
+  kClosing = 4,     // the server shuts down on purpose (its process's loaders are gone): a client
+                    // reconnects, to the server that process starts next, and asks again
 };
 
 struct Reply {
   bool ok = true;
-  std::vector<std::byte> body;  // kGet, kCompareSet: a value; kAdd: the sum as text; kDelete: one byte
-  std::string error;            // when not ok
+  std::vector<std::byte> body;  // kGet, kCompareSet: a value; kAdd: the sum as text; kDelete: one byte;
+                                // kGather: the values of every rank (a std::vector<std::vector<std::byte>>)
+  Failure failure = Failure::kInvalid;  // when not ok
+  std::string error;                    // when not ok
 };
 
 std::vector<std::byte> encode(const Hello& hello);

@@ -8,13 +8,16 @@
 #include <asio/write.hpp>
 #include <charconv>
 #include <cstring>
-#include <deque>
 #include <exception>
+#include <mutex>
 #include <utility>
+
+#include <fmt/ranges.h>
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/distributed/tcp_store.hpp>
+#include <dpipe/serialization/serializer.hpp>
 
 namespace dpipe::detail::store {
 namespace {
@@ -55,14 +58,41 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
     asio::error_code ignored;
     socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
+    if (server_.stopping_) server_.stop_when_closed();
   }
+
+  /// Closes once the replies already queued are written.
+  void finish() {
+    if (writes_.empty()) {
+      close();
+    } else {
+      close_after_write_ = true;
+    }
+  }
+
+  [[nodiscard]] bool open() const { return socket_.is_open(); }
+  [[nodiscard]] bool greeted() const noexcept { return greeted_; }
+  [[nodiscard]] const std::optional<Member>& member() const noexcept { return member_; }
+  /// The member leaves on purpose: its connection closing is no news any more.
+  void leave() noexcept { left_ = true; }
 
  private:
   void read_frame() {
     asio::async_read(socket_, asio::buffer(header_),
                      [self = shared_from_this()](const asio::error_code& error, std::size_t) {
-                       if (!error) self->read_body();
+                       if (error) {
+                         self->closed();
+                       } else {
+                         self->read_body();
+                       }
                      });
+  }
+
+  /// The peer closed the connection, or it broke: a member that did not leave is gone.
+  void closed() {
+    if (!member_ || left_ || server_.stopping_) return;
+    left_ = true;
+    server_.depart(*member_, "its connection to the store closed (the process ended or was killed)");
   }
 
   void read_body() {
@@ -76,11 +106,16 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
     body_.resize(size);
     asio::async_read(socket_, asio::buffer(body_),
                      [self = shared_from_this()](const asio::error_code& error, std::size_t) {
-                       if (!error) self->on_message();
+                       if (error) {
+                         self->closed();
+                       } else {
+                         self->on_message();
+                       }
                      });
   }
 
   void on_message() {
+    if (server_.stopping_) return;  // it was told the store closes
     if (!greeted_) {
       greet();
       return;
@@ -113,6 +148,8 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
       return;
     }
     greeted_ = true;
+    member_ = std::move(hello.member);
+    if (member_) server_.departed_.erase(*member_);  // it reconnected
     send(Reply{});
     read_frame();
   }
@@ -121,7 +158,10 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
   void refuse(const std::string& reason) {
     log_warning("TcpStore: closed the connection from {}: {}", peer_, reason);
     close_after_write_ = true;
-    send(Reply{.ok = false, .body = {}, .error = "the store refused the connection: " + reason});
+    send(Reply{.ok = false,
+               .body = {},
+               .failure = Failure::kRendezvous,
+               .error = "the store refused the connection: " + reason});
   }
 
   void write(std::vector<std::byte> bytes) {
@@ -133,7 +173,10 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
     asio::async_write(socket_, asio::buffer(writes_.front()),
                       [self = shared_from_this()](const asio::error_code& error, std::size_t) {
                         self->writes_.pop_front();
-                        if (error) return;
+                        if (error) {
+                          self->writes_.clear();
+                          return;
+                        }
                         if (!self->writes_.empty()) {
                           self->write_next();
                         } else if (self->close_after_write_) {
@@ -148,12 +191,14 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
   std::array<std::byte, 4> header_{};
   std::vector<std::byte> body_;
   std::deque<std::vector<std::byte>> writes_;
+  std::optional<Member> member_;
   bool greeted_ = false;
   bool close_after_write_ = false;
+  bool left_ = false;
 };
 
 StoreServer::StoreServer(const std::string& host, std::uint16_t port, std::string token, std::size_t max_message_bytes)
-    : acceptor_(io_), token_(std::move(token)), max_message_bytes_(max_message_bytes) {
+    : acceptor_(io_), cutoff_(io_), token_(std::move(token)), max_message_bytes_(max_message_bytes) {
   try {
     asio::ip::tcp::resolver resolver(io_);
     const auto endpoint = resolver.resolve(host, std::to_string(port)).begin()->endpoint();
@@ -170,15 +215,66 @@ StoreServer::StoreServer(const std::string& host, std::uint16_t port, std::strin
 }
 
 StoreServer::~StoreServer() {
+  // A reply already decided (a round every rank reached) still goes out, so a rank that reached
+  // the last round of a job gets its answer even when rank 0 is quicker to shut down. Then every
+  // client hears that the store closes on purpose: what it asks next, it asks the server this
+  // process starts next (another loader), not a dead rank 0. A peer that does not read within a
+  // second is cut off.
   asio::post(io_, [this] {
+    stopping_ = true;
     asio::error_code ignored;
     acceptor_.close(ignored);
     waiters_.clear();
+    rounds_.clear();
+    const Reply closing{.ok = false,
+                        .body = {},
+                        .failure = Failure::kClosing,
+                        .error = "the store shut down (the loaders of the process serving it are gone)"};
+    cutoff_.expires_after(std::chrono::seconds(1));
+    cutoff_.async_wait([this](const asio::error_code& error) {
+      if (error) return;
+      for (const auto& weak : connections_) {
+        if (auto connection = weak.lock()) connection->close();
+      }
+    });
     for (const auto& weak : connections_) {
-      if (auto connection = weak.lock()) connection->close();
+      if (auto connection = weak.lock()) {
+        if (connection->greeted()) connection->send(closing);
+        connection->finish();
+      }
     }
+    stop_when_closed();
   });
   thread_.join();  // run() returns once the closed sockets' handlers have run
+}
+
+void StoreServer::stop_when_closed() {
+  for (const auto& weak : connections_) {
+    const auto connection = weak.lock();
+    if (connection && connection->open()) return;
+  }
+  cutoff_.cancel();
+}
+
+std::shared_ptr<StoreServer> StoreServer::shared(const std::string& host, std::uint16_t port, const std::string& token,
+                                                 std::size_t max_message_bytes) {
+  if (port == 0) return std::make_shared<StoreServer>(host, port, token, max_message_bytes);
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<StoreServer>> servers;
+  const std::lock_guard lock(mutex);
+  auto& slot = servers[fmt::format("{}:{}", host, port)];
+  if (auto server = slot.lock()) {
+    if (server->token_ != token) {
+      DPIPE_THROW(RendezvousError,
+                  "TcpStore: this process already serves a store on {}:{} for another job token; give the second "
+                  "job another port",
+                  host, port);
+    }
+    return server;
+  }
+  auto server = std::make_shared<StoreServer>(host, port, token, max_message_bytes);
+  slot = server;
+  return server;
 }
 
 void StoreServer::accept() {
@@ -220,8 +316,10 @@ void StoreServer::serve(const std::shared_ptr<Connection>& connection, Request r
       auto& value = values_[request.key];
       const auto current = value.empty() ? std::optional<std::int64_t>(0) : as_integer(value);
       if (!current) {
-        reply =
-            Reply{.ok = false, .body = {}, .error = fmt::format("the value of '{}' is not an integer", request.key)};
+        reply = Reply{.ok = false,
+                      .body = {},
+                      .failure = Failure::kInvalid,
+                      .error = fmt::format("the value of '{}' is not an integer", request.key)};
         break;
       }
       value = text_bytes(std::to_string(*current + request.delta));
@@ -238,6 +336,16 @@ void StoreServer::serve(const std::shared_ptr<Connection>& connection, Request r
     case Op::kDelete:
       reply.body = {std::byte{values_.erase(request.key) > 0 ? std::uint8_t{1} : std::uint8_t{0}}};
       break;
+    case Op::kGather:
+      gather(connection, std::move(request));
+      return;
+    case Op::kLeave:
+      connection->send(reply);
+      if (const auto& member = connection->member()) {
+        connection->leave();
+        depart(*member, "it shut its loader down");
+      }
+      return;
   }
   connection->send(reply);
   if (request.op != Op::kDelete && reply.ok) settle_waiters();
@@ -250,9 +358,106 @@ void StoreServer::settle_waiters() {
     if (!has_all(waiter.keys)) return false;
     connection->send(Reply{.ok = true,
                            .body = waiter.wants_value ? values_.at(waiter.keys.front()) : std::vector<std::byte>{},
+                           .failure = Failure::kInvalid,
                            .error = {}});
     return true;
   });
+}
+
+void StoreServer::gather(const std::shared_ptr<Connection>& connection, Request request) {
+  const std::string& name = request.key;
+  const auto refuse = [&](const std::string& error) {
+    connection->send(Reply{.ok = false, .body = {}, .failure = Failure::kInvalid, .error = error});
+  };
+  if (const auto failed = failed_rounds_.find(name); failed != failed_rounds_.end()) {
+    connection->send(request.wait ? failed->second : Reply{});
+    return;
+  }
+  if (request.rank >= request.world_size) {
+    refuse(fmt::format("rank {} is outside a world of {}", request.rank, request.world_size));
+    return;
+  }
+  auto [it, inserted] = rounds_.try_emplace(name);
+  Round& round = it->second;
+  if (inserted) {
+    round.values.resize(request.world_size);
+    if (request.timeout_ms > 0) {
+      round.deadline = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(request.timeout_ms));
+      round.deadline->async_wait([this, name, timeout = request.timeout_ms](const asio::error_code& error) {
+        const auto found = rounds_.find(name);
+        if (error || found == rounds_.end()) return;
+        std::vector<std::size_t> missing;
+        for (std::size_t rank = 0; rank < found->second.values.size(); ++rank) {
+          if (!found->second.values[rank]) missing.push_back(rank);
+        }
+        fail_round(name, Failure::kTimeout,
+                   fmt::format("rank{} {} did not arrive within {} ms", missing.size() == 1 ? "" : "s",
+                               fmt::join(missing, ", "), timeout));
+      });
+    }
+  } else if (round.values.size() != request.world_size) {
+    refuse(fmt::format("rank {} says the world has {} ranks, an earlier rank said {}", request.rank, request.world_size,
+                       round.values.size()));
+    return;
+  }
+  if (round.values[request.rank]) {
+    refuse(fmt::format("rank {} arrived twice", request.rank));
+    return;
+  }
+  round.values[request.rank] = std::move(request.value);
+  ++round.arrived;
+  if (request.wait) {
+    round.waiting.push_back(connection);
+  } else {
+    connection->send(Reply{});
+  }
+  if (round.arrived == round.values.size()) {
+    std::vector<std::vector<std::byte>> values;
+    values.reserve(round.values.size());
+    for (auto& value : round.values) values.push_back(std::move(*value));
+    Reply reply;
+    ByteWriter(reply.body).write(values);
+    for (const auto& weak : round.waiting) {
+      if (auto waiting = weak.lock()) waiting->send(reply);
+    }
+    rounds_.erase(it);
+    return;
+  }
+  if (auto why = departed_from(name, round)) fail_round(name, Failure::kRendezvous, *why);
+}
+
+std::optional<std::string> StoreServer::departed_from(const std::string& round, const Round& state) const {
+  for (const auto& [member, why] : departed_) {
+    if (round.starts_with(member.name) && member.rank < state.values.size() && !state.values[member.rank]) {
+      return fmt::format("rank {} is gone: {}", member.rank, why);
+    }
+  }
+  return std::nullopt;
+}
+
+void StoreServer::depart(const Member& member, const std::string& why) {
+  departed_[member] = why;
+  std::vector<std::pair<std::string, std::string>> failing;
+  for (const auto& [name, round] : rounds_) {
+    if (auto reason = departed_from(name, round)) failing.emplace_back(name, std::move(*reason));
+  }
+  for (const auto& [name, reason] : failing) fail_round(name, Failure::kRendezvous, reason);
+}
+
+void StoreServer::fail_round(const std::string& round, Failure failure, const std::string& error) {
+  constexpr std::size_t kFailedRoundsKept = 256;
+  const Reply reply{.ok = false, .body = {}, .failure = failure, .error = error};
+  if (const auto found = rounds_.find(round); found != rounds_.end()) {
+    for (const auto& weak : found->second.waiting) {
+      if (auto waiting = weak.lock()) waiting->send(reply);
+    }
+    rounds_.erase(found);
+  }
+  if (failed_rounds_.emplace(round, reply).second) failed_order_.push_back(round);
+  if (failed_order_.size() > kFailedRoundsKept) {
+    failed_rounds_.erase(failed_order_.front());
+    failed_order_.pop_front();
+  }
 }
 
 }  // namespace dpipe::detail::store

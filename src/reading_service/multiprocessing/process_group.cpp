@@ -226,13 +226,14 @@ void ProcessGroup::send_all(const std::vector<std::byte>& message) {
   for (std::size_t child = 0; child < controls_.size(); ++child) send(controls_[child], child, message);
 }
 
-void ProcessGroup::reset(const SeedGenerator& epoch_seeds) {
+void ProcessGroup::reset(const SeedGenerator& epoch_seeds, bool reseeded) {
   ++generation_;
   // torchdata gives worker w `spawn(w)` every epoch, which repeats the workers' seeds in every
   // epoch of a loader seeded once. Epoch e (from 0) spawns w + N * e instead: the first epoch
-  // matches torchdata and every later one gets fresh seeds.
+  // matches torchdata and every later one gets fresh seeds. Seeds that are new every epoch
+  // (`reseeded`) are spawned as torchdata does.
   const std::size_t workers = plan_.config.num_workers;
-  const std::uint64_t epoch = generation_ - 1;
+  const std::uint64_t epoch = reseeded ? 0 : generation_ - 1;
   for (std::size_t w = 0; w < workers; ++w) {
     SeedGenerator seeds = epoch_seeds;
     send(controls_[w], w,

@@ -37,8 +37,10 @@ class ProcessGroup {
   [[nodiscard]] const std::shared_ptr<RecordMerge>& merge() const noexcept { return merge_; }
 
   /// Starts epoch e (from 0): worker w is seeded with `epoch_seeds.spawn(w + N * e)`, the
-  /// dispatching process with `epoch_seeds.spawn(0).spawn(0)`.
-  void reset(const SeedGenerator& epoch_seeds);
+  /// dispatching process with `epoch_seeds.spawn(0).spawn(0)` past e epochs' draws. When the
+  /// caller gives new seeds every epoch (`reseeded`: a distributed service reseeds them), e is
+  /// taken as 0 in every epoch, as torchdata does.
+  void reset(const SeedGenerator& epoch_seeds, bool reseeded = false);
   /// Asks every process to pause after its current element (it does not wait).
   void pause();
   void resume();

@@ -29,7 +29,7 @@ enum class Command : std::uint8_t { kReset = 1, kPause = 2, kResume = 3, kCheckp
 struct ControlMessage {
   Command command = Command::kResume;
   std::uint64_t value = 0;               // kReset: the generation; kPause, kCheckpoint: the request
-  std::uint64_t epoch = 0;               // kReset: the process group's epoch, from 0
+  std::uint64_t epoch = 0;               // kReset: the epochs whose draws the seeds skip
   std::optional<SeedGenerator> seeds{};  // kReset: the child's seeds
   DPIPE_FIELDS(command, value, epoch, seeds)
 };

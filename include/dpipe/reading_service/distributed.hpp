@@ -1,0 +1,121 @@
+#pragma once
+/// \file
+/// DistributedReadingService (torchdata's, without torch.distributed or MPI): runs the loader of
+/// one rank of a distributed job. Every rank builds the same pipeline and loader; the service
+///
+/// - finds its rank and world size in the options or in the launcher's environment (torchrun,
+///   Slurm, Open MPI, PMI: see <dpipe/distributed/launch_environment.hpp>) and meets the other
+///   ranks through a rendezvous store: a TcpStore that rank 0 serves from a background thread, or
+///   the trainer's own Store;
+/// - at initialize(), applies DISTRIBUTED sharding (rank r of W) and appends `fullsync` unless the
+///   root is one, so every rank stops an epoch after the same number of elements, the least any
+///   rank has;
+/// - each epoch, shares rank 0's seed (SeedGenerator::generate_shared_seed on rank 0, through the
+///   store), reseeds the loader's generator with it, spawns it by rank and seeds the graph: random
+///   nodes before the sharding point draw the same seeds on every rank, the others a seed per rank.
+///   For the same seed the order is torchdata's, bit for bit.
+///
+/// Compose it with worker processes or threads as torchdata does, distributed first:
+/// `SequentialReadingService(DistributedReadingService(), MultiProcessingReadingService({.num_workers = 2}))`:
+/// the workers then hold instance `worker + num_workers * rank` of `num_workers * W`, and fullsync
+/// runs in the main process on top of the merged workers.
+///
+/// A world of one opens no socket. A failure on one rank (an exception in its pipeline, its
+/// process dying, its loader shutting down, a rank that never arrives) makes every other rank's
+/// loader raise RendezvousError naming that rank and why, within `timeout`. Checkpoints record
+/// the rank and the world size; a checkpoint restores only on the same rank of the same world
+/// size (StateError naming both otherwise).
+///
+/// Thread-safety: one thread uses the service (through its DataLoader2).
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <dpipe/distributed/launch_environment.hpp>
+#include <dpipe/reading_service/reading_service.hpp>
+
+namespace dpipe {
+
+class Store;
+
+namespace detail::dist {
+class RankGroup;
+}  // namespace detail::dist
+
+struct DistributedOptions {
+  /// The longest a rank waits for the others: connecting to the store, sharing a seed, a fullsync
+  /// round (torchdata's default: 30 minutes).
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  /// The rank, the world size, the store's host, port and job token; what is unset comes from the
+  /// launcher's environment (detect_launch_environment).
+  RendezvousOptions rendezvous{};
+  /// A store the trainer already has (its framework's): the loader's keys go into it, under its
+  /// prefix, and no TcpStore is started. Empty: rank 0 serves a TcpStore (one per process and
+  /// port, shared by the process's loaders) and every rank connects to it.
+  std::shared_ptr<Store> store{};
+  /// The prefix of this loader's keys in the store. Empty: "loader<k>/", k counting the
+  /// distributed loaders this process started, so the ranks' k-th loaders meet; name loaders that
+  /// not every rank creates, or not in the same order.
+  std::string name{};
+  /// The most elements fullsync reads ahead for one agreement with the other ranks (its memory
+  /// bound per rank): rounds start at 1 element per epoch and double up to this, so the store
+  /// sees about one request per rank per `fullsync_block` elements. Lower it for large elements.
+  std::size_t fullsync_block = 1024;
+};
+
+class DistributedReadingService final
+    : public ReadingService<DistributedReadingService, CheckpointableReadingServiceInterface> {
+ public:
+  explicit DistributedReadingService(DistributedOptions options = {});
+  /// Copies the options; the copy has not met the other ranks.
+  DistributedReadingService(const DistributedReadingService& other);
+  DistributedReadingService& operator=(const DistributedReadingService&) = delete;
+  /// Leaves the job (finalize()).
+  ~DistributedReadingService() override;
+
+  [[nodiscard]] const DistributedOptions& options() const noexcept { return options_; }
+
+  /// Meets the other ranks, shards the graph for this rank and appends fullsync. Throws
+  /// RendezvousError when the environment is incomplete or the other ranks cannot be met in time.
+  DataPipePtr initialize(DataPipePtr graph) override;
+  /// What every rank yields in an epoch: the least of the ranks' sharded lengths, when known.
+  [[nodiscard]] std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const override;
+  /// Shares rank 0's seed, reseeds `seeds` with it, spawns it by rank and seeds the graph.
+  GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
+  /// Tells the other ranks this one leaves, and closes the store (rank 0: serves no more).
+  void finalize() override;
+
+  /// Pausing and limits need nothing from the other ranks: a paused rank's fullsync keeps what it
+  /// read ahead (the others wait for it in their next round, up to `timeout`).
+  [[nodiscard]] bool supports_pause() const override { return true; }
+  GraphFunction pause(GraphFunction pause_fn = {}) override { return pause_fn; }
+  GraphFunction resume(GraphFunction resume_fn = {}) override { return resume_fn; }
+  [[nodiscard]] bool supports_limit() const override { return true; }
+  GraphFunction limit(std::optional<std::size_t> /*num_batches*/, GraphFunction limit_fn = {}) override {
+    return limit_fn;
+  }
+
+  /// Writes the rank, the world size and the epochs whose seeds were shared.
+  void checkpoint(StateWriter& writer) override;
+  /// Refuses a checkpoint of another rank or world size (StateError naming both), then does what
+  /// initialize() does.
+  DataPipePtr restore(DataPipePtr graph, const StateReader& reader) override;
+
+  /// This process's place in the job (after initialize()).
+  [[nodiscard]] const LaunchEnvironment& environment() const;
+
+ private:
+  /// The environment from the options and the launcher (a trainer's own store needs no host).
+  [[nodiscard]] LaunchEnvironment detect() const;
+
+  DistributedOptions options_;
+  std::shared_ptr<detail::dist::RankGroup> group_;
+  DataPipePtr root_;
+  std::uint64_t epochs_ = 0;  // epochs whose seed was shared (names the next one's round)
+};
+
+}  // namespace dpipe

@@ -1,0 +1,119 @@
+// DistributedReadingService: sharding by rank, rank 0's seed, fullsync, and checkpoints that
+// know their rank.
+
+#include <dpipe/reading_service/distributed.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include <dpipe/core/capabilities.hpp>
+#include <dpipe/core/error.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/root_ops.hpp>
+#include <dpipe/core/typed_op.hpp>
+#include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/settings.hpp>
+
+#include "reading_service/distributed/rank_group.hpp"
+
+namespace dpipe {
+namespace {
+
+/// The default key prefix of the next loader of this process: "loader<k>/".
+std::string next_loader_prefix() {
+  static std::atomic<std::uint64_t> loaders{0};
+  return fmt::format("loader{}/", loaders.fetch_add(1, std::memory_order_relaxed));
+}
+
+}  // namespace
+
+DistributedReadingService::DistributedReadingService(DistributedOptions options) : options_(std::move(options)) {
+  if (options_.timeout <= std::chrono::milliseconds(0)) {
+    DPIPE_THROW(InvalidArgument, "DistributedReadingService: the timeout must be positive, got {} ms",
+                options_.timeout.count());
+  }
+}
+
+DistributedReadingService::DistributedReadingService(const DistributedReadingService& other)
+    : ReadingService(other), options_(other.options_) {}
+
+DistributedReadingService::~DistributedReadingService() { finalize(); }
+
+LaunchEnvironment DistributedReadingService::detect() const {
+  RendezvousOptions rendezvous = options_.rendezvous;
+  // The trainer's own store needs no host: say so, so that a launcher without one is complete.
+  if (options_.store && !rendezvous.store_host) rendezvous.store_host = "(the trainer's store)";
+  return detect_launch_environment(rendezvous);
+}
+
+DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
+  if (root_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() was already called");
+  const LaunchEnvironment environment = detect();
+  group_ = std::make_shared<detail::dist::RankGroup>(
+      environment, options_, options_.name.empty() ? next_loader_prefix() : options_.name + "/");
+  graph::apply_sharding(graph, environment.world_size, environment.rank, ShardingPriority::kDistributed);
+  if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr) {
+    graph = apply_typed_op<ops::AppendFullSync>(graph, options_.timeout);
+  }
+  const auto syncing = graph::find_dps<RankSyncDataPipe>(graph::traverse_dps(graph));
+  for (std::size_t i = 0; i < syncing.size(); ++i) syncing[i]->join_ranks(group_->fullsync(i));
+  root_ = graph;
+  return graph;
+}
+
+std::optional<std::size_t> DistributedReadingService::epoch_length(const DataPipePtr& graph) const {
+  const LaunchEnvironment environment = detect();
+  std::optional<std::size_t> least;
+  for (std::size_t rank = 0; rank < environment.world_size; ++rank) {
+    const auto length = graph::sharded_length(graph, environment.world_size, rank, ShardingPriority::kDistributed);
+    if (!length) return std::nullopt;
+    least = least ? std::min(*least, *length) : *length;
+  }
+  return least;
+}
+
+GraphFunction DistributedReadingService::initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn) {
+  if (!root_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() must be called first");
+  const std::uint64_t shared = group_->share_seed(seeds.generate_shared_seed(), epochs_++);
+  seeds.seed(shared);
+  seeds.spawn(group_->environment().rank, /*inplace=*/true);
+  graph::set_graph_random_seed(root_, seeds);
+  return iter_reset_fn;
+}
+
+void DistributedReadingService::finalize() {
+  if (group_) group_->leave();
+}
+
+void DistributedReadingService::checkpoint(StateWriter& writer) {
+  const LaunchEnvironment environment = group_ ? group_->environment() : detect();
+  writer.write("rank", std::uint64_t{environment.rank});
+  writer.write("world_size", std::uint64_t{environment.world_size});
+  writer.write("epochs", epochs_);
+}
+
+DataPipePtr DistributedReadingService::restore(DataPipePtr graph, const StateReader& reader) {
+  const auto rank = reader.read<std::uint64_t>("rank");
+  const auto world_size = reader.read<std::uint64_t>("world_size");
+  const auto epochs = reader.read<std::uint64_t>("epochs");
+  const LaunchEnvironment here = detect();
+  if (rank != here.rank || world_size != here.world_size) {
+    DPIPE_THROW(StateError,
+                "the checkpoint was saved by rank {} of a world of {}; this process is rank {} of a world of {}: "
+                "restore each rank from its own checkpoint, on the same world size",
+                rank, world_size, here.rank, here.world_size);
+  }
+  graph = initialize(std::move(graph));
+  epochs_ = epochs;
+  return graph;
+}
+
+const LaunchEnvironment& DistributedReadingService::environment() const {
+  if (!group_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() must be called first");
+  return group_->environment();
+}
+
+}  // namespace dpipe

@@ -1,0 +1,163 @@
+// RankGroup and the fullsync agreement over its store.
+
+#include "reading_service/distributed/rank_group.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/distributed/tcp_store.hpp>
+#include <dpipe/serialization/serializer.hpp>
+
+namespace dpipe::detail::dist {
+namespace {
+
+/// What a rank tells the others in a fullsync round.
+struct Progress {
+  bool failed = false;
+  std::uint64_t available = 0;  // elements it can hand out this epoch, in all
+  bool ended = false;           // and no more
+  std::string reason;           // why it failed
+  DPIPE_FIELDS(failed, available, ended, reason)
+};
+
+/// Decodes rank `rank`'s value of a round, refusing bytes no dpipe rank would send.
+template <class T>
+T decode(const std::vector<std::byte>& bytes, std::size_t rank, const RankGroup& group, const std::string& what) {
+  try {
+    return from_bytes<T>(bytes);
+  } catch (const SerializationError&) {
+    DPIPE_THROW(RendezvousError,
+                "DistributedReadingService ({}): {}: rank {} sent a value this dpipe cannot read (another version of "
+                "dpipe, or another program, on that rank?)",
+                group.where(), what, rank);
+  }
+}
+
+/// The agreement of one fullsync node of the graph, in rounds over the group's store.
+class StoreRankSync final : public RankSync {
+ public:
+  StoreRankSync(std::shared_ptr<RankGroup> group, std::size_t index, std::size_t max_block)
+      : group_(std::move(group)), index_(index), max_block_(max_block) {}
+
+  Agreement agree(std::uint64_t iteration, std::uint64_t round, std::uint64_t available, bool ended,
+                  std::chrono::milliseconds timeout) override {
+    const std::string what = describe(iteration, round);
+    const auto values =
+        group_->gather(key(iteration, round), to_bytes(Progress{false, available, ended, {}}), timeout, what);
+    Agreement agreement{available, ended};
+    for (std::size_t rank = 0; rank < values.size(); ++rank) {
+      const auto progress = decode<Progress>(values[rank], rank, *group_, what);
+      if (progress.failed) {
+        DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): {}: rank {} failed: {}", group_->where(), what,
+                    rank, progress.reason);
+      }
+      if (progress.available < agreement.bound) agreement = {progress.available, progress.ended};
+      if (progress.available == agreement.bound) agreement.ended = agreement.ended || progress.ended;
+    }
+    return agreement;
+  }
+
+  void fail(std::uint64_t iteration, std::uint64_t round, const std::string& reason) noexcept override {
+    group_->post(key(iteration, round), to_bytes(Progress{true, 0, true, reason}));
+  }
+
+  [[nodiscard]] std::size_t max_block() const noexcept override { return max_block_; }
+
+ private:
+  [[nodiscard]] std::string key(std::uint64_t iteration, std::uint64_t round) const {
+    return fmt::format("fullsync{}/{}/{}", index_, iteration, round);
+  }
+  [[nodiscard]] std::string describe(std::uint64_t iteration, std::uint64_t round) const {
+    return fmt::format("fullsync{} round {} of its epoch {}", index_ == 0 ? "" : "#" + std::to_string(index_), round,
+                       iteration);
+  }
+
+  std::shared_ptr<RankGroup> group_;
+  std::size_t index_;
+  std::size_t max_block_;
+};
+
+}  // namespace
+
+RankGroup::RankGroup(LaunchEnvironment environment, const DistributedOptions& options, std::string prefix)
+    : environment_(std::move(environment)),
+      where_(fmt::format("rank {} of {}", environment_.rank, environment_.world_size)),
+      timeout_(options.timeout),
+      fullsync_block_(options.fullsync_block) {
+  if (environment_.world_size == 1) return;
+  if (options.store) {
+    store_ = std::make_unique<PrefixStore>(options.store, "dpipe/" + prefix);
+    return;
+  }
+  TcpStoreOptions tcp;
+  tcp.host = environment_.store_host;
+  tcp.port = environment_.store_port;
+  tcp.serve = environment_.rank == 0;
+  tcp.token = environment_.token;
+  tcp.timeout = options.timeout;
+  tcp.rank = environment_.rank;
+  tcp.member = prefix;
+  where_ += fmt::format(" under {}, rank 0 serving the store at {}:{}", launcher_name(environment_.launcher),
+                        environment_.store_host, environment_.store_port);
+  try {
+    tcp_ = std::make_shared<TcpStore>(tcp);
+  } catch (const Error& error) {
+    DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): cannot meet the other ranks: {}", where_,
+                error.what());
+  }
+  store_ = std::make_unique<PrefixStore>(tcp_, std::move(prefix));
+}
+
+RankGroup::~RankGroup() { leave(); }
+
+std::uint64_t RankGroup::share_seed(std::uint64_t own, std::uint64_t epoch) {
+  if (environment_.world_size == 1) return own;
+  const std::string what = fmt::format("sharing rank 0's seed of epoch round {}", epoch);
+  const auto values = gather(fmt::format("seed/{}", epoch), to_bytes(own), timeout_, what);
+  return decode<std::uint64_t>(values.front(), 0, *this, what);
+}
+
+std::shared_ptr<RankSync> RankGroup::fullsync(std::size_t index) {
+  if (environment_.world_size == 1) return nullptr;
+  return std::make_shared<StoreRankSync>(shared_from_this(), index, std::max<std::size_t>(fullsync_block_, 1));
+}
+
+void RankGroup::leave() noexcept {
+  const std::lock_guard lock(mutex_);
+  if (tcp_) tcp_->leave();
+  store_.reset();
+  tcp_.reset();
+}
+
+std::vector<std::vector<std::byte>> RankGroup::gather(const std::string& round, std::span<const std::byte> value,
+                                                      std::chrono::milliseconds timeout, const std::string& what) {
+  const std::lock_guard lock(mutex_);
+  if (!store_) {
+    DPIPE_THROW(UsageError, "DistributedReadingService ({}): {}: the loader left the job (it was shut down)", where_,
+                what);
+  }
+  const auto previous = store_->timeout();
+  if (timeout != previous) store_->set_timeout(timeout);
+  try {
+    auto values = store_->all_gather(round, environment_.rank, environment_.world_size, value);
+    if (timeout != previous) store_->set_timeout(previous);
+    return values;
+  } catch (const Error& error) {
+    if (timeout != previous) store_->set_timeout(previous);
+    DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): {}: {}", where_, what, error.what());
+  }
+}
+
+void RankGroup::post(const std::string& round, std::span<const std::byte> value) noexcept {
+  try {
+    const std::lock_guard lock(mutex_);
+    if (store_) store_->all_gather(round, environment_.rank, environment_.world_size, value, /*wait=*/false);
+  } catch (const std::exception&) {
+    // The store is gone: the other ranks learn of this rank from it (its connection closes).
+  }
+}
+
+}  // namespace dpipe::detail::dist

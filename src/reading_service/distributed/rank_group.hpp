@@ -1,0 +1,63 @@
+#pragma once
+// RankGroup: one loader's place among the ranks of a distributed job: its store (under the
+// loader's prefix), seed sharing, and the fullsync rounds of its graph.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <dpipe/core/capabilities.hpp>
+#include <dpipe/distributed/launch_environment.hpp>
+#include <dpipe/distributed/store.hpp>
+#include <dpipe/reading_service/distributed.hpp>
+
+namespace dpipe {
+class TcpStore;
+}  // namespace dpipe
+
+namespace dpipe::detail::dist {
+
+/// Thread-safety: its functions may be called from several threads (the loader's, a prefetch
+/// thread reading fullsync); they take turns on the store.
+class RankGroup : public std::enable_shared_from_this<RankGroup> {
+ public:
+  /// Meets the other ranks of `environment` under `prefix` (a world of one meets nobody and opens
+  /// no socket): through `options.store`, or a TcpStore that rank 0 serves.
+  RankGroup(LaunchEnvironment environment, const DistributedOptions& options, std::string prefix);
+  /// Leaves the job.
+  ~RankGroup();
+  RankGroup(const RankGroup&) = delete;
+  RankGroup& operator=(const RankGroup&) = delete;
+
+  [[nodiscard]] const LaunchEnvironment& environment() const noexcept { return environment_; }
+  /// "rank 1 of 2 under torchrun, rank 0 serving the store at 10.0.0.1:29501": for messages.
+  [[nodiscard]] const std::string& where() const noexcept { return where_; }
+
+  /// Rank 0's `own` value of epoch round `epoch` (every rank calls it with its own).
+  std::uint64_t share_seed(std::uint64_t own, std::uint64_t epoch);
+  /// The agreement of the `index`-th fullsync node of the graph; null for a world of one.
+  [[nodiscard]] std::shared_ptr<RankSync> fullsync(std::size_t index);
+  /// Tells the other ranks this rank leaves on purpose, and closes the store. Never throws.
+  void leave() noexcept;
+
+  /// `round`'s values of every rank, waiting at most `timeout`; RendezvousError (with `what` and
+  /// this rank's place) for any failure of the store.
+  std::vector<std::vector<std::byte>> gather(const std::string& round, std::span<const std::byte> value,
+                                             std::chrono::milliseconds timeout, const std::string& what);
+  /// Leaves `value` in `round` without waiting. Never throws.
+  void post(const std::string& round, std::span<const std::byte> value) noexcept;
+
+ private:
+  LaunchEnvironment environment_;
+  std::string where_;
+  std::chrono::milliseconds timeout_;
+  std::size_t fullsync_block_;
+  std::shared_ptr<TcpStore> tcp_;  // dpipe's own store, when the trainer brought none
+  std::unique_ptr<Store> store_;   // the loader's view of the store, keys under its prefix
+  std::mutex mutex_;               // one call on the store at a time
+};
+
+}  // namespace dpipe::detail::dist
