@@ -54,8 +54,11 @@ struct DistributedOptions {
   /// launcher's environment (detect_launch_environment).
   RendezvousOptions rendezvous{};
   /// A store the trainer already has (its framework's): the loader's keys go into it, under its
-  /// prefix, and no TcpStore is started. Empty: rank 0 serves a TcpStore (one per process and
-  /// port, shared by the process's loaders) and every rank connects to it.
+  /// prefix, and no TcpStore is started. The loader calls it from its own thread (and from a
+  /// prefetch thread reading fullsync); loaders of several threads need a thread-safe store, or
+  /// one each (a TcpStore is one connection, used by one thread at a time). Empty: rank 0 serves
+  /// a TcpStore (one server per process and port, shared by the process's loaders) and every
+  /// loader of every rank connects to it.
   std::shared_ptr<Store> store{};
   /// The prefix of this loader's keys in the store. Empty: "loader<k>/", k counting the
   /// distributed loaders this process started, so the ranks' k-th loaders meet; name loaders that

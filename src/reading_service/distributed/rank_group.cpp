@@ -71,8 +71,8 @@ class StoreRankSync final : public RankSync {
     return fmt::format("fullsync{}/{}/{}", index_, iteration, round);
   }
   [[nodiscard]] std::string describe(std::uint64_t iteration, std::uint64_t round) const {
-    return fmt::format("fullsync{} round {} of its epoch {}", index_ == 0 ? "" : "#" + std::to_string(index_), round,
-                       iteration);
+    if (index_ == 0) return fmt::format("fullsync round {} of its epoch {}", round, iteration);
+    return fmt::format("fullsync#{} round {} of its epoch {}", index_, round, iteration);
   }
 
   std::shared_ptr<RankGroup> group_;
