@@ -92,23 +92,26 @@ RankGroup::RankGroup(LaunchEnvironment environment, const DistributedOptions& op
     store_ = std::make_unique<PrefixStore>(options.store, "dpipe/" + prefix);
     return;
   }
-  TcpStoreOptions tcp;
-  tcp.host = environment_.store_host;
-  tcp.port = environment_.store_port;
-  tcp.serve = environment_.rank == 0;
-  tcp.token = environment_.token;
-  tcp.timeout = options.timeout;
-  tcp.rank = environment_.rank;
-  tcp.member = prefix;
+  tcp_options_.host = environment_.store_host;
+  tcp_options_.port = environment_.store_port;
+  tcp_options_.serve = environment_.rank == 0;
+  tcp_options_.token = environment_.token;
+  tcp_options_.timeout = options.timeout;
+  tcp_options_.rank = environment_.rank;
+  tcp_options_.member = std::move(prefix);
   where_ += fmt::format(" under {}, rank 0 serving the store at {}:{}", launcher_name(environment_.launcher),
                         environment_.store_host, environment_.store_port);
+}
+
+void RankGroup::connect() {
+  if (store_ || left_) return;
   try {
-    tcp_ = std::make_shared<TcpStore>(tcp);
+    tcp_ = std::make_shared<TcpStore>(tcp_options_);
   } catch (const Error& error) {
     DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): cannot meet the other ranks: {}", where_,
                 error.what());
   }
-  store_ = std::make_unique<PrefixStore>(tcp_, std::move(prefix));
+  store_ = std::make_unique<PrefixStore>(tcp_, tcp_options_.member);
 }
 
 RankGroup::~RankGroup() { leave(); }
@@ -127,6 +130,7 @@ std::shared_ptr<RankSync> RankGroup::fullsync(std::size_t index) {
 
 void RankGroup::leave() noexcept {
   const std::lock_guard lock(mutex_);
+  left_ = true;
   if (tcp_) tcp_->leave();
   store_.reset();
   tcp_.reset();
@@ -135,6 +139,7 @@ void RankGroup::leave() noexcept {
 std::vector<std::vector<std::byte>> RankGroup::gather(const std::string& round, std::span<const std::byte> value,
                                                       std::chrono::milliseconds timeout, const std::string& what) {
   const std::lock_guard lock(mutex_);
+  connect();
   if (!store_) {
     DPIPE_THROW(UsageError, "DistributedReadingService ({}): {}: the loader left the job (it was shut down)", where_,
                 what);
@@ -154,6 +159,7 @@ std::vector<std::vector<std::byte>> RankGroup::gather(const std::string& round, 
 void RankGroup::post(const std::string& round, std::span<const std::byte> value) noexcept {
   try {
     const std::lock_guard lock(mutex_);
+    connect();
     if (store_) store_->all_gather(round, environment_.rank, environment_.world_size, value, /*wait=*/false);
   } catch (const std::exception&) {
     // The store is gone: the other ranks learn of this rank from it (its connection closes).

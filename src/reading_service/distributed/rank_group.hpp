@@ -12,11 +12,8 @@
 #include <dpipe/core/capabilities.hpp>
 #include <dpipe/distributed/launch_environment.hpp>
 #include <dpipe/distributed/store.hpp>
+#include <dpipe/distributed/tcp_store.hpp>
 #include <dpipe/reading_service/distributed.hpp>
-
-namespace dpipe {
-class TcpStore;
-}  // namespace dpipe
 
 namespace dpipe::detail::dist {
 
@@ -24,8 +21,11 @@ namespace dpipe::detail::dist {
 /// thread reading fullsync); they take turns on the store.
 class RankGroup : public std::enable_shared_from_this<RankGroup> {
  public:
-  /// Meets the other ranks of `environment` under `prefix` (a world of one meets nobody and opens
-  /// no socket): through `options.store`, or a TcpStore that rank 0 serves.
+  /// The place of this rank among those of `environment`, its keys under `prefix`, meeting the
+  /// others through `options.store` or a TcpStore that rank 0 serves. A world of one meets nobody
+  /// and opens no socket. The TcpStore starts at the first call that needs it, not here: a
+  /// service after this one (worker processes) forks first, so that no child is forked while
+  /// the store's thread runs.
   RankGroup(LaunchEnvironment environment, const DistributedOptions& options, std::string prefix);
   /// Leaves the job.
   ~RankGroup();
@@ -55,7 +55,12 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
   std::string where_;
   std::chrono::milliseconds timeout_;
   std::size_t fullsync_block_;
-  std::shared_ptr<TcpStore> tcp_;  // dpipe's own store, when the trainer brought none
+  /// Starts dpipe's TcpStore, unless the trainer brought a store, or it runs, or the rank left.
+  void connect();
+
+  TcpStoreOptions tcp_options_;    // dpipe's own store, when the trainer brought none...
+  std::shared_ptr<TcpStore> tcp_;  // ...once it started
+  bool left_ = false;
   std::unique_ptr<Store> store_;   // the loader's view of the store, keys under its prefix
   std::mutex mutex_;               // one call on the store at a time
 };
