@@ -152,7 +152,7 @@ double rendezvous_seconds(std::size_t world) {
   return slowest;
 }
 
-/// A store that counts the all_gather requests a loader makes (and forwards everything).
+/// A store that counts the exchange requests a loader makes (and forwards everything).
 class CountingStore final : public dpipe::Store {
  public:
   explicit CountingStore(std::shared_ptr<dpipe::Store> store) : store_(std::move(store)) {}
@@ -165,10 +165,11 @@ class CountingStore final : public dpipe::Store {
   }
   void wait(const std::vector<std::string>& keys) override { store_->wait(keys); }
   bool remove(const std::string& key) override { return store_->remove(key); }
-  std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank, std::size_t world,
-                                                 std::span<const std::byte> value, bool wait) override {
+  std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
+                                               const std::string& collect, std::size_t rank,
+                                               std::size_t world) override {
     ++requests;
-    return store_->all_gather(round, rank, world, value, wait);
+    return store_->exchange(post, value, collect, rank, world);
   }
   [[nodiscard]] std::chrono::milliseconds timeout() const override { return store_->timeout(); }
   void set_timeout(std::chrono::milliseconds timeout) override { store_->set_timeout(timeout); }
@@ -223,10 +224,10 @@ std::pair<double, double> store_rates() {
   constexpr int kRounds = 5000;
   std::thread rank1([&] {
     dpipe::TcpStore store(client_options);
-    for (int round = 0; round < kRounds; ++round) (void)store.all_gather(fmt::format("r{}", round), 1, 2, {}, true);
+    for (int round = 0; round < kRounds; ++round) (void)store.all_gather(fmt::format("r{}", round), 1, 2, {});
   });
   start = Clock::now();
-  for (int round = 0; round < kRounds; ++round) (void)server.all_gather(fmt::format("r{}", round), 0, 2, {}, true);
+  for (int round = 0; round < kRounds; ++round) (void)server.all_gather(fmt::format("r{}", round), 0, 2, {});
   const double rounds = kRounds / std::chrono::duration<double>(Clock::now() - start).count();
   rank1.join();
   return {operations, rounds};

@@ -1,4 +1,4 @@
-// Store's default all_gather, and PrefixStore.
+// Store's default exchange, and PrefixStore.
 
 #include <string>
 #include <utility>
@@ -10,22 +10,22 @@
 
 namespace dpipe {
 
-std::vector<std::vector<std::byte>> Store::all_gather(const std::string& round, std::size_t rank,
-                                                      std::size_t world_size, std::span<const std::byte> value,
-                                                      bool wait) {
+std::vector<std::vector<std::byte>> Store::exchange(const std::string& post, std::span<const std::byte> value,
+                                                    const std::string& collect, std::size_t rank,
+                                                    std::size_t world_size) {
   if (rank >= world_size) {
-    DPIPE_THROW(InvalidArgument, "Store::all_gather('{}'): rank {} is outside a world of {}", round, rank, world_size);
+    DPIPE_THROW(InvalidArgument, "Store::exchange('{}', '{}'): rank {} is outside a world of {}", post, collect, rank,
+                world_size);
   }
-  const auto key = [&](std::size_t r) { return fmt::format("{}/{}", round, r); };
-  set(key(rank), value);
-  if (!wait) return {};
+  if (!post.empty()) set(fmt::format("{}/{}", post, rank), value);
+  if (collect.empty()) return {};
   std::vector<std::string> keys;
   keys.reserve(world_size);
-  for (std::size_t r = 0; r < world_size; ++r) keys.push_back(key(r));
-  this->wait(keys);
+  for (std::size_t r = 0; r < world_size; ++r) keys.push_back(fmt::format("{}/{}", collect, r));
+  wait(keys);
   std::vector<std::vector<std::byte>> values;
   values.reserve(world_size);
-  for (const auto& each : keys) values.push_back(get(each));
+  for (const auto& key : keys) values.push_back(get(key));
   return values;
 }
 
@@ -54,10 +54,11 @@ void PrefixStore::wait(const std::vector<std::string>& keys) {
 
 bool PrefixStore::remove(const std::string& key) { return store_->remove(full(key)); }
 
-std::vector<std::vector<std::byte>> PrefixStore::all_gather(const std::string& round, std::size_t rank,
-                                                            std::size_t world_size, std::span<const std::byte> value,
-                                                            bool wait) {
-  return store_->all_gather(full(round), rank, world_size, value, wait);
+std::vector<std::vector<std::byte>> PrefixStore::exchange(const std::string& post, std::span<const std::byte> value,
+                                                          const std::string& collect, std::size_t rank,
+                                                          std::size_t world_size) {
+  return store_->exchange(post.empty() ? post : full(post), value, collect.empty() ? collect : full(collect), rank,
+                          world_size);
 }
 
 }  // namespace dpipe

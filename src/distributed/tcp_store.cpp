@@ -261,24 +261,24 @@ bool TcpStore::remove(const std::string& key) {
   return !existed.empty() && existed.front() == std::byte{1};
 }
 
-std::vector<std::vector<std::byte>> TcpStore::all_gather(const std::string& round, std::size_t rank,
-                                                         std::size_t world_size, std::span<const std::byte> value,
-                                                         bool wait) {
-  // The server fails the round at its timeout and says who is missing; the client waits a little
+std::vector<std::vector<std::byte>> TcpStore::exchange(const std::string& post, std::span<const std::byte> value,
+                                                       const std::string& collect, std::size_t rank,
+                                                       std::size_t world_size) {
+  // The server fails a round at its timeout and says who is missing; the client waits a little
   // longer for that answer.
   constexpr std::chrono::milliseconds kGrace(1000);
-  auto request = request_for(Op::kGather, round);
+  auto request = request_for(Op::kExchange, post);
   request.value = copy_of(value);
+  request.collect = collect;
   request.rank = rank;
   request.world_size = world_size;
-  request.wait = wait;
   request.timeout_ms = static_cast<std::uint64_t>(impl_->options.timeout.count());
   const auto body = impl_->call(request, kGrace);
-  if (!wait) return {};
+  if (collect.empty()) return {};
   ByteReader reader(body);
   auto values = reader.read<std::vector<std::vector<std::byte>>>();
   if (!reader.at_end() || values.size() != world_size) {
-    DPIPE_THROW(RendezvousError, "TcpStore: all_gather('{}'): a malformed reply from the store", round);
+    DPIPE_THROW(RendezvousError, "TcpStore: {}: a malformed reply from the store", detail::store::describe(request));
   }
   return values;
 }

@@ -6,7 +6,7 @@
 //
 // dpipe_rank_program <pipeline> [--seed S] [--epochs E] [--workers N] [--threads] [--timeout-ms T]
 //   [--block B] [--stop-after K] [--save-after K FILE] [--load FILE] [--fail-after K]
-//   [--kill-after K] [--second-loader]
+//   [--kill-after K] [--second-loader] [--slow-ms M]
 // Pipelines: "sharded" range(23).sharding_filter(); "shuffled" range(23).shuffle().sharding_filter();
 // "shuffled4" shuffled + shuffle(4); "large" range(41).shuffle().sharding_filter(); "large4" large +
 // shuffle(4); "plain41" range(41).sharding_filter(); "long" range(10000).shuffle().sharding_filter().
@@ -14,7 +14,8 @@
 // environment variable DPIPE_TEST_FAIL_RANK names this rank; --kill-after K: this rank SIGKILLs
 // itself after receiving K elements when DPIPE_TEST_KILL_RANK names it. In FILE, "{rank}" stands
 // for this rank and "{peer}" for the next one. --second-loader: a second loader of the same
-// pipeline (seed S + 1) is read in turn with the first, and printed on its own lines.
+// pipeline (seed S + 1) is read in turn with the first, and printed on its own lines. --slow-ms M:
+// the rank named by DPIPE_TEST_SLOW_RANK takes M ms per element (a slow training step).
 
 #include <atomic>
 #include <csignal>
@@ -25,6 +26,7 @@
 #include <stdexcept>
 #include <typeinfo>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dpipe/dpipe.hpp>
@@ -46,6 +48,7 @@ struct Arguments {
   std::optional<std::size_t> fail_after;
   std::optional<std::size_t> kill_after;
   bool second_loader = false;
+  std::chrono::milliseconds slow{0};
 };
 
 Arguments parse(int argc, char** argv) {
@@ -83,6 +86,8 @@ Arguments parse(int argc, char** argv) {
       arguments.kill_after = std::stoul(value());
     } else if (flag == "--second-loader") {
       arguments.second_loader = true;
+    } else if (flag == "--slow-ms") {
+      arguments.slow = std::chrono::milliseconds(std::stoll(value()));
     } else {
       throw std::invalid_argument("unknown flag " + flag);
     }
@@ -194,12 +199,14 @@ int run(const Arguments& arguments) {
     return 0;
   }
   const bool kills = arguments.kill_after && names_this_rank("DPIPE_TEST_KILL_RANK", environment.rank);
+  const bool slow = names_this_rank("DPIPE_TEST_SLOW_RANK", environment.rank);
   std::size_t received = 0;
   for (std::size_t epoch = 0; epoch < arguments.epochs; ++epoch) {
     std::string line = "epoch " + std::to_string(epoch) + ":";
     for (const std::int64_t x : loader) {
       line += " " + std::to_string(x);
       ++received;
+      if (slow) std::this_thread::sleep_for(arguments.slow);  // the training step
       if (kills && received == *arguments.kill_after) {
         std::fflush(stdout);
         std::raise(SIGKILL);

@@ -340,8 +340,9 @@ TEST_CASE("Distributed: the store's host killed mid-epoch stops the other ranks"
   CHECK(std::regex_match(outcomes[1].out,
                          std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 1 of 2 under "
                                     "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): fullsync round "
-                                    "[0-9]+ of its epoch 1: TcpStore: all_gather\\('loader0/fullsync0/1/[0-9]+', rank 1 "
-                                    "of 2\\): the connection to the store at 127\\.0\\.0\\.1:[0-9]+ failed: .+\n")));
+                                    "([0-9]+) of its epoch 1: TcpStore: exchange\\(post 'loader0/fullsync0/1/[0-9]+', "
+                                    "collect 'loader0/fullsync0/1/\\1', rank 1 of 2\\): the connection to the store at "
+                                    "127\\.0\\.0\\.1:[0-9]+ failed: .+\n")));
 }
 
 TEST_CASE("Distributed: a rank that never arrives is named at the timeout", "[distributed][faults]") {
@@ -364,6 +365,19 @@ TEST_CASE("Distributed: a rank that never arrives is named at the timeout", "[di
                                       "other ranks: TcpStore: cannot reach the store at 127\\.0\\.0\\.1:[0-9]+ within "
                                       "1500 ms \\(Connection refused\\)\n")));
   }
+}
+
+TEST_CASE("Distributed: a slow rank finishes after the store's rank is done", "[distributed]") {
+  // Rank 1 takes 20 ms per element: rank 0 agrees a round ahead and is done first; its store
+  // stays until rank 1 has collected the rounds it still needs.
+  auto ranks = launch(Launcher::kTorchrun);
+  ranks[0]["DPIPE_TEST_SLOW_RANK"] = "1";
+  ranks[1]["DPIPE_TEST_SLOW_RANK"] = "1";
+  const auto slow = outputs(run({"shuffled", "--seed", "123", "--slow-ms", "20"}, ranks));
+  CHECK(slow[0] == epoch_line(0, {17, 12, 3, 7, 4, 8, 18, 2, 20, 6, 16}));
+  CHECK(slow[1] == epoch_line(0, {10, 21, 22, 5, 13, 0, 9, 11, 19, 1, 15}));
+  const auto stopped = outputs(run({"long", "--slow-ms", "5", "--stop-after", "40"}, ranks));
+  for (const auto& output : stopped) CHECK(output.ends_with("stopped after 40\n"));
 }
 
 TEST_CASE("Distributed: ranks that stop mid-epoch leave cleanly", "[distributed][faults]") {

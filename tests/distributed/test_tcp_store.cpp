@@ -258,9 +258,10 @@ TEST_CASE("TcpStore: the decoders take any bytes without reading out of bounds",
   wait.op = store::Op::kWait;
   wait.keys = {"a", "b"};
   store::Request gather;
-  gather.op = store::Op::kGather;
+  gather.op = store::Op::kExchange;
   gather.key = "loader0/fullsync0/1/2";
   gather.value = bytes("progress");
+  gather.collect = "loader0/fullsync0/1/1";
   gather.rank = 1;
   gather.world_size = 2;
   gather.timeout_ms = 500;
@@ -399,22 +400,29 @@ TEST_CASE("TcpStore: all_gather names the ranks that did not arrive / left / and
     REQUIRE(::waitpid(child, &status, 0) == child);
     CHECK(WIFSIGNALED(status));
   }
-  SECTION("a rank that leaves its value without waiting") {
+  SECTION("a rank that posts without waiting / posts ahead and collects later") {
     TcpStore rank1(rank_options(rank0.port(), 1));
-    CHECK(rank1.all_gather("loader0/fullsync0/1/0", 1, 2, bytes("failed"), /*wait=*/false).empty());
+    CHECK(rank1.exchange("loader0/fullsync0/1/0", bytes("failed"), "", 1, 2).empty());
     CHECK(texts(rank0.all_gather("loader0/fullsync0/1/0", 0, 2, bytes("ok"))) ==
           std::vector<std::string>{"ok", "failed"});
+    // Pipelined: each rank posts round k + 1 in the request that collects round k.
+    CHECK(rank0.exchange("loader0/p/0", bytes("a0"), "", 0, 2).empty());
+    CHECK(rank1.exchange("loader0/p/0", bytes("b0"), "", 1, 2).empty());
+    CHECK(texts(rank0.exchange("loader0/p/1", bytes("a1"), "loader0/p/0", 0, 2)) == std::vector<std::string>{"a0", "b0"});
+    CHECK(texts(rank1.exchange("loader0/p/1", bytes("b1"), "loader0/p/0", 1, 2)) == std::vector<std::string>{"a0", "b0"});
+    CHECK(texts(rank1.exchange("", {}, "loader0/p/1", 1, 2)) == std::vector<std::string>{"a1", "b1"});
+    CHECK(texts(rank0.exchange("", {}, "loader0/p/1", 0, 2)) == std::vector<std::string>{"a1", "b1"});
   }
   SECTION("nonsense") {
     CHECK_THROWS_MATCHES(rank0.all_gather("loader0/x", 2, 2, bytes("v")), dpipe::InvalidArgument,
                          Catch::Message("TcpStore: all_gather('loader0/x', rank 2 of 2): rank 2 is outside a world of 2"));
     TcpStore rank1(rank_options(rank0.port(), 1));
-    CHECK(rank1.all_gather("loader0/y", 1, 2, bytes("v"), /*wait=*/false).empty());
+    CHECK(rank1.exchange("loader0/y", bytes("v"), "", 1, 2).empty());
     CHECK_THROWS_MATCHES(rank0.all_gather("loader0/y", 0, 3, bytes("v")), dpipe::InvalidArgument,
                          Catch::Message("TcpStore: all_gather('loader0/y', rank 0 of 3): rank 0 says the world has 3 "
                                         "ranks, an earlier rank said 2"));
-    CHECK_THROWS_MATCHES(rank1.all_gather("loader0/y", 1, 2, bytes("v"), false), dpipe::InvalidArgument,
-                         Catch::Message("TcpStore: all_gather('loader0/y', rank 1 of 2): rank 1 arrived twice"));
+    CHECK_THROWS_MATCHES(rank1.exchange("loader0/y", bytes("v"), "", 1, 2), dpipe::InvalidArgument,
+                         Catch::Message("TcpStore: post('loader0/y', rank 1 of 2): rank 1 arrived twice"));
   }
 }
 
@@ -445,7 +453,7 @@ TEST_CASE("Store: the default all_gather of a store of your own", "[distributed]
   CHECK(seen == std::vector<std::string>{"a", "b"});
   CHECK(store->get_text("dpipe/round/0") == "a");  // the default keeps its keys
   CHECK_THROWS_MATCHES(view.all_gather("round", 2, 2, bytes("c")), dpipe::InvalidArgument,
-                       Catch::Message("Store::all_gather('dpipe/round'): rank 2 is outside a world of 2"));
+                       Catch::Message("Store::exchange('dpipe/round', 'dpipe/round'): rank 2 is outside a world of 2"));
 }
 
 TEST_CASE("TcpStore: a live server takes random frames and goes on serving", "[distributed][store][fuzz]") {

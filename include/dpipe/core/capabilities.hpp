@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dpipe {
@@ -42,31 +43,44 @@ class ShardingDataPipe {
   [[nodiscard]] virtual bool sharded_for(ShardingPriority /*group*/) const { return false; }
 };
 
-/// What a node that keeps the ranks of a distributed job in step (fullsync) asks of the job: one
-/// agreement per round. The distributed reading service implements it over its store. Every rank
-/// calls agree() or fail() for the same (iteration, round) pairs in the same order.
+/// What a node that keeps the ranks of a distributed job in step (fullsync) asks of the job:
+/// agreements in rounds. Every rank posts each round once and collects it once, in the same
+/// order; a rank may post round k + 1 in the call that collects round k, so that it waits only
+/// for a rank a whole round behind. The distributed reading service implements it over its store.
 /// Thread-safety: one thread at a time per object.
 class RankSync {
  public:
-  /// The outcome of a round: every rank may yield up to `bound` elements in this iteration, and
-  /// `ended` tells that the iteration ends there (a rank has no more).
+  /// Round `number` of the node's epoch `epoch`.
+  struct Round {
+    std::uint64_t epoch = 0;
+    std::uint64_t number = 0;
+  };
+  /// What a rank tells the others in a round: it can hand out `available` elements in all this
+  /// epoch, and `ended`: no more.
+  struct Count {
+    Round round;
+    std::uint64_t available = 0;
+    bool ended = false;
+  };
+  /// The outcome of a round: every rank may hand out up to `bound` elements this epoch (the least
+  /// `available` of all ranks), and `ended` tells that the epoch ends there (a rank with that many
+  /// has no more).
   struct Agreement {
     std::uint64_t bound = 0;
     bool ended = false;
   };
 
   virtual ~RankSync() = default;
-  /// Tells the other ranks that this rank can yield `available` elements in all (`ended`: and no
-  /// more), waits at most `timeout` for theirs, and returns the agreement: the least `available`
-  /// of all ranks, ended if a rank with that many has no more. Throws RendezvousError naming a
-  /// rank that failed or is gone, TimeoutError naming the ranks that did not arrive.
-  virtual Agreement agree(std::uint64_t iteration, std::uint64_t round, std::uint64_t available, bool ended,
-                          std::chrono::milliseconds timeout) = 0;
-  /// Tells the other ranks, without waiting for them, that this rank failed before `round`
-  /// (`reason`: what it caught): their agree() of that round throws RendezvousError naming this
-  /// rank and the reason. Never throws.
-  virtual void fail(std::uint64_t iteration, std::uint64_t round, const std::string& reason) noexcept = 0;
-  /// The most elements a rank reads ahead for one round (its memory bound).
+  /// Posts `post` (unless empty), then collects round `collect` (unless empty), waiting at most
+  /// `timeout` for the other ranks' counts of it, and returns its agreement. Throws RendezvousError
+  /// naming a rank that failed or is gone, or the ranks that did not arrive in time.
+  virtual std::optional<Agreement> exchange(std::optional<Count> post, std::optional<Round> collect,
+                                            std::chrono::milliseconds timeout) = 0;
+  /// Tells the other ranks, without waiting for them, that this rank failed instead of posting
+  /// `round` (`reason`: what it caught): their collect of that round throws RendezvousError naming
+  /// this rank and the reason. Never throws.
+  virtual void fail(Round round, const std::string& reason) noexcept = 0;
+  /// The most elements a rank reads ahead for one round.
   [[nodiscard]] virtual std::size_t max_block() const noexcept = 0;
 };
 

@@ -39,20 +39,27 @@ class Store {
   /// Deletes `key`; returns whether it held a value.
   virtual bool remove(const std::string& key) = 0;
 
-  /// A collective step of `world_size` ranks: each rank calls it once for `round` with its own
-  /// `rank` and `value`, and gets every rank's value in rank order once all have arrived. With
-  /// `wait` false the rank only leaves its value (a failing rank telling the others why) and gets
-  /// nothing back. Throws TimeoutError naming what did not arrive within timeout(), and
-  /// RendezvousError when a rank of the round is known to be gone.
+  /// A collective step of `world_size` ranks, pipelined. Leaves `value` as this rank's value of
+  /// round `post` (unless `post` is empty); then, unless `collect` is empty, waits until every
+  /// rank has left its value in round `collect` and returns them in rank order. A rank collects a
+  /// round it posted before (in this call or an earlier one), once; so a rank can post round
+  /// k + 1 and collect round k in one request, and wait only for ranks a whole round behind.
+  /// Throws TimeoutError naming what did not arrive within timeout(), and RendezvousError when a
+  /// rank of the round is known to be gone.
   ///
   /// The default implementation builds it from set(), wait() and get() under the keys
-  /// "<round>/<rank>", which it leaves in the store (about one key per rank per fullsync round
-  /// and per epoch: a store of your own that serves long jobs should override it). TcpStore does
-  /// it in one request per rank, keeps nothing once the round is complete, and knows when a rank
-  /// left (its connection closed).
-  virtual std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank,
-                                                         std::size_t world_size, std::span<const std::byte> value,
-                                                         bool wait = true);
+  /// "<round>/<rank>", which it leaves in the store (about one key per rank per fullsync round:
+  /// a store of your own that serves long jobs should override it). TcpStore does it in one
+  /// request per rank, forgets a round once every rank collected it, and knows when a rank left
+  /// (its connection closed).
+  virtual std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
+                                                       const std::string& collect, std::size_t rank,
+                                                       std::size_t world_size);
+  /// Every rank's value of `round`: exchange(round, value, round, rank, world_size).
+  std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank, std::size_t world_size,
+                                                 std::span<const std::byte> value) {
+    return exchange(round, value, round, rank, world_size);
+  }
 
   /// The longest any call waits.
   [[nodiscard]] virtual std::chrono::milliseconds timeout() const = 0;
@@ -85,9 +92,10 @@ class PrefixStore final : public Store {
                                      std::span<const std::byte> desired) override;
   void wait(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;
-  /// The store's all_gather of the prefixed round.
-  std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank, std::size_t world_size,
-                                                 std::span<const std::byte> value, bool wait = true) override;
+  /// The store's exchange of the prefixed rounds.
+  std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
+                                               const std::string& collect, std::size_t rank,
+                                               std::size_t world_size) override;
   [[nodiscard]] std::chrono::milliseconds timeout() const override { return store_->timeout(); }
   void set_timeout(std::chrono::milliseconds timeout) override { store_->set_timeout(timeout); }
 

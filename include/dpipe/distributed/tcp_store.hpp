@@ -38,7 +38,7 @@ struct TcpStoreOptions {
   /// The largest frame either side accepts.
   std::size_t max_message_bytes = std::size_t{64} << 20;
   /// The rank this client speaks for, and what it is a rank of (a loader's key prefix): the
-  /// all_gather rounds under that prefix that still wait for this rank then fail at once, naming
+  /// rounds under that prefix that still wait for this rank then fail at once, naming
   /// it, when its connection closes (its process died) or it calls leave(), instead of running
   /// into their timeout. Unset: the client is nobody in particular.
   std::optional<std::size_t> rank;
@@ -64,11 +64,13 @@ class TcpStore final : public Store {
                                      std::span<const std::byte> desired) override;
   void wait(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;
-  /// One request per rank; the server forgets the round once complete and fails it for everyone
-  /// when its timeout passes (TimeoutError naming the ranks that did not arrive) or when a
-  /// missing rank is gone (RendezvousError: "rank 1 is gone: its connection to the store closed").
-  std::vector<std::vector<std::byte>> all_gather(const std::string& round, std::size_t rank, std::size_t world_size,
-                                                 std::span<const std::byte> value, bool wait = true) override;
+  /// One request per rank; the server forgets a round once every rank collected it, and fails it
+  /// for everyone when its timeout passes (TimeoutError naming the ranks that did not arrive) or
+  /// when a missing rank is gone (RendezvousError: "rank 1 is gone: its connection to the store
+  /// closed").
+  std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
+                                               const std::string& collect, std::size_t rank,
+                                               std::size_t world_size) override;
   [[nodiscard]] std::chrono::milliseconds timeout() const override;
   void set_timeout(std::chrono::milliseconds timeout) override;
 

@@ -7,14 +7,17 @@
 /// elements through.
 ///
 /// Under DistributedReadingService it agrees with the other ranks in rounds instead of per
-/// element: before a round it reads a block of elements ahead (1 in the first round of an epoch,
-/// doubling up to the service's `fullsync_block`), tells the others how many it has, and hands
-/// out up to the least count of all ranks. The store therefore sees one request per rank per
-/// block, and a rank holds at most one block. A rank whose source throws tells the others before
-/// it rethrows; their fullsync raises RendezvousError naming it.
+/// element, and a round ahead: each time it has handed out what the ranks agreed on, it reads a
+/// block of elements ahead (1 at the start of an epoch, doubling up to the service's
+/// `fullsync_block`), tells the others how many it holds now and learns what they told in the
+/// round before, in one request. A rank therefore waits only for a rank a whole block behind,
+/// the store sees one request per rank per block, and a rank holds at most two blocks. A rank
+/// whose source throws tells the others before it rethrows; their fullsync raises
+/// RendezvousError naming it.
 ///
-/// Checkpoint state: the epoch and round, the elements handed out and agreed, and the elements
-/// read ahead.
+/// Checkpoint state: the epoch and round, the elements handed out and agreed, the count posted
+/// and not yet collected, and the elements read ahead. A restore posts that count again, to the
+/// store of the new job.
 
 #include <algorithm>
 #include <chrono>
@@ -67,6 +70,12 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     writer.write("ended", ended_);
     writer.write("source_ended", source_ended_);
     writer.write("block", std::uint64_t{block_});
+    writer.write("posted", posted_.has_value());
+    const RankSync::Count posted = posted_.value_or(RankSync::Count{});
+    writer.write("posted_epoch", posted.round.epoch);
+    writer.write("posted_round", posted.round.number);
+    writer.write("posted_available", posted.available);
+    writer.write("posted_ended", posted.ended);
     detail::write_elements<T>(writer, "ahead", *this, std::span<const T>(*ahead_).subspan(head_));
     return true;
   }
@@ -79,8 +88,14 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     ended_ = reader.read<bool>("ended");
     source_ended_ = reader.read<bool>("source_ended");
     block_ = reader.read<std::uint64_t>("block");
+    const bool posted = reader.read<bool>("posted");
+    const RankSync::Count count{{reader.read<std::uint64_t>("posted_epoch"), reader.read<std::uint64_t>("posted_round")},
+                                reader.read<std::uint64_t>("posted_available"),
+                                reader.read<bool>("posted_ended")};
+    posted_ = posted ? std::optional(count) : std::nullopt;
     ahead_ = detail::read_elements<T>(reader, "ahead", *this);
     head_ = 0;
+    repost_ = posted_.has_value();
     if (bound_ < yielded_ || bound_ - yielded_ > ahead_->size()) {
       DPIPE_THROW(StateError, "{}: the state agrees on {} elements after {} handed out, but holds {}", this->label(),
                   bound_, yielded_, ahead_->size());
@@ -96,7 +111,7 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     bound_ = 0;
     ended_ = false;
     source_ended_ = false;
-    block_ = 1;
+    block_ = 1;  // posted_ stays: the epoch's first round collects what the last one posted
     ahead_->clear();
     head_ = 0;
   }
@@ -136,36 +151,48 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     return true;
   }
 
-  /// Reads the next block ahead and agrees with the other ranks on how far everyone can go.
+  /// Reads the next block ahead, posts how many this rank holds now, and collects the round
+  /// posted before. The first round of an epoch collects the last round the epoch before posted
+  /// (every rank posted it before it learnt the epoch ended; collected, the store forgets it) and
+  /// learns nothing: it takes two rounds to agree.
   void run_round() {
     ahead_->erase(ahead_->begin(), ahead_->begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
-    if (!source_ended_ && ahead_->size() < block_) {
-      const std::size_t wanted = block_ - ahead_->size();
+    const RankSync::Round round{epoch_, round_};
+    if (!source_ended_) {
       try {
-        source_ended_ = source_.pull(*ahead_, wanted) < wanted;
+        source_ended_ = source_.pull(*ahead_, block_) < block_;
       } catch (...) {
-        sync_->fail(epoch_, round_, detail::describe(std::current_exception()));
+        sync_->fail(round, detail::describe(std::current_exception()));
         throw;
       }
+      block_ = std::min(block_ * 2, std::max<std::size_t>(sync_->max_block(), 1));
     }
-    block_ = std::min(block_ * 2, std::max<std::size_t>(sync_->max_block(), 1));
-    const auto agreement = sync_->agree(epoch_, round_, yielded_ + ahead_->size(), source_ended_, timeout_);
+    if (std::exchange(repost_, false)) (void)sync_->exchange(posted_, std::nullopt, timeout_);  // a new store
+    const RankSync::Count count{round, yielded_ + ahead_->size(), source_ended_};
+    std::optional<RankSync::Round> collect;
+    if (posted_) collect = posted_->round;
+    const auto agreement = sync_->exchange(count, collect, timeout_);
+    const bool learnt = posted_ && posted_->round.epoch == epoch_;
+    posted_ = count;
     ++round_;
-    bound_ = agreement.bound;
-    ended_ = agreement.ended;
+    if (!learnt) return;
+    bound_ = agreement->bound;
+    ended_ = agreement->ended;
   }
 
   Input<T> source_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<RankSync> sync_;
   std::uint64_t epoch_ = 0;   // counts this node's epochs: with `round_`, names the round for all ranks
-  std::uint64_t round_ = 0;   // the next round of this epoch
+  std::uint64_t round_ = 0;   // the next round to post this epoch
   std::uint64_t yielded_ = 0;  // elements handed out this epoch
   std::uint64_t bound_ = 0;    // elements every rank can hand out, as agreed so far
   bool ended_ = false;         // the epoch ends at bound_
   bool source_ended_ = false;
-  std::size_t block_ = 1;      // elements to hold after the next round's read
+  std::size_t block_ = 1;                   // elements the next round reads ahead
+  std::optional<RankSync::Count> posted_;  // posted, not collected yet (maybe by the epoch before)
+  bool repost_ = false;                     // restored: post posted_ again, to the new job's store
   detail::IterationLocal<std::vector<T>> ahead_;  // read ahead, from head_ on
   std::size_t head_ = 0;
 };

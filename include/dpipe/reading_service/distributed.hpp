@@ -64,9 +64,10 @@ struct DistributedOptions {
   /// distributed loaders this process started, so the ranks' k-th loaders meet; name loaders that
   /// not every rank creates, or not in the same order.
   std::string name{};
-  /// The most elements fullsync reads ahead for one agreement with the other ranks (its memory
-  /// bound per rank): rounds start at 1 element per epoch and double up to this, so the store
-  /// sees about one request per rank per `fullsync_block` elements. Lower it for large elements.
+  /// The most elements fullsync reads ahead for one round of agreement with the other ranks:
+  /// rounds start at 1 element per epoch and double up to this, so the store sees about one
+  /// request per rank per `fullsync_block` elements, and a rank holds at most two blocks (it
+  /// agrees a round ahead). Lower it for large elements (batches of images).
   std::size_t fullsync_block = 1024;
 };
 

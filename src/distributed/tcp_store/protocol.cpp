@@ -63,12 +63,12 @@ std::vector<std::byte> encode(const Request& request) {
     case Op::kDelete:
       writer.write(request.key);
       break;
-    case Op::kGather:
+    case Op::kExchange:
       writer.write(request.key);
       writer.write(request.value);
+      writer.write(request.collect);
       writer.write(request.rank);
       writer.write(request.world_size);
-      writer.write(request.wait);
       writer.write(request.timeout_ms);
       break;
     case Op::kLeave:
@@ -138,12 +138,12 @@ Request decode_request(std::span<const std::byte> message) {
       case Op::kDelete:
         request.key = reader.read<std::string>();
         break;
-      case Op::kGather:
+      case Op::kExchange:
         request.key = reader.read<std::string>();
         request.value = reader.read<std::vector<std::byte>>();
+        request.collect = reader.read<std::string>();
         request.rank = reader.read<std::uint64_t>();
         request.world_size = reader.read<std::uint64_t>();
-        request.wait = reader.read<bool>();
         request.timeout_ms = reader.read<std::uint64_t>();
         break;
       case Op::kLeave:
@@ -192,8 +192,18 @@ std::string describe(const Request& request) {
       return fmt::format("compare_set('{}')", request.key);
     case Op::kWait:
       return fmt::format("wait('{}')", fmt::join(request.keys, "', '"));
-    case Op::kGather:
-      return fmt::format("all_gather('{}', rank {} of {})", request.key, request.rank, request.world_size);
+    case Op::kExchange:
+      if (request.key == request.collect) {
+        return fmt::format("all_gather('{}', rank {} of {})", request.key, request.rank, request.world_size);
+      }
+      if (request.collect.empty()) {
+        return fmt::format("post('{}', rank {} of {})", request.key, request.rank, request.world_size);
+      }
+      if (request.key.empty()) {
+        return fmt::format("collect('{}', rank {} of {})", request.collect, request.rank, request.world_size);
+      }
+      return fmt::format("exchange(post '{}', collect '{}', rank {} of {})", request.key, request.collect,
+                         request.rank, request.world_size);
     case Op::kLeave:
       return "leave()";
     case Op::kDelete:

@@ -18,9 +18,9 @@ inline constexpr std::string_view kMagic = "dpipe-store";
 /// The largest handshake a server reads before it knows the client.
 inline constexpr std::size_t kMaxHelloBytes = 4096;
 
-/// kGather: Store::all_gather; kLeave: the client's member leaves the job on purpose (a loader
+/// kExchange: Store::exchange; kLeave: the client's member leaves the job on purpose (a loader
 /// that shuts down), so the server reports it as gone without waiting for its connection to close.
-enum class Op : std::uint8_t { kSet = 1, kGet, kAdd, kCompareSet, kWait, kDelete, kGather, kLeave };
+enum class Op : std::uint8_t { kSet = 1, kGet, kAdd, kCompareSet, kWait, kDelete, kExchange, kLeave };
 
 /// Who a client is in the job: a rank of a member (a loader's key prefix), or nobody (a client
 /// that only reads and writes keys).
@@ -38,15 +38,15 @@ struct Hello {
 
 struct Request {
   Op op = Op::kSet;
-  std::string key;                 // every op but kWait and kLeave; kGather: the round
-  std::vector<std::byte> value;    // kSet, kGather: the value; kCompareSet: the expected value
+  std::string key;                 // every op but kWait and kLeave; kExchange: the round posted to
+  std::vector<std::byte> value;    // kSet, kExchange: the value; kCompareSet: the expected value
   std::vector<std::byte> desired;  // kCompareSet
   std::int64_t delta = 0;          // kAdd
   std::vector<std::string> keys;   // kWait
-  std::uint64_t rank = 0;          // kGather
-  std::uint64_t world_size = 0;    // kGather
-  bool wait = true;                // kGather: false leaves the value and replies at once
-  std::uint64_t timeout_ms = 0;    // kGather: how long the round may take from its first arrival
+  std::string collect;             // kExchange: the round collected (empty: none)
+  std::uint64_t rank = 0;          // kExchange
+  std::uint64_t world_size = 0;    // kExchange
+  std::uint64_t timeout_ms = 0;    // kExchange: how long a round may take from its first arrival
 };
 
 /// What a refused request is, so the client raises the matching exception.
@@ -61,7 +61,7 @@ enum class Failure : std::uint8_t {
 struct Reply {
   bool ok = true;
   std::vector<std::byte> body;  // kGet, kCompareSet: a value; kAdd: the sum as text; kDelete: one byte;
-                                // kGather: the values of every rank (a std::vector<std::vector<std::byte>>)
+                                // kExchange: every rank's value (a std::vector<std::vector<std::byte>>)
   Failure failure = Failure::kInvalid;  // when not ok
   std::string error;                    // when not ok
 };

@@ -8,6 +8,7 @@
 #include <asio/write.hpp>
 #include <charconv>
 #include <cstring>
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <utility>
@@ -215,35 +216,24 @@ StoreServer::StoreServer(const std::string& host, std::uint16_t port, std::strin
 }
 
 StoreServer::~StoreServer() {
-  // A reply already decided (a round every rank reached) still goes out, so a rank that reached
-  // the last round of a job gets its answer even when rank 0 is quicker to shut down. Then every
-  // client hears that the store closes on purpose: what it asks next, it asks the server this
-  // process starts next (another loader), not a dead rank 0. A peer that does not read within a
+  // The ranks agree in rounds a request ahead (Store::exchange): a round rank 0 collected may not
+  // be collected yet by a rank a request behind, which will ask for it. So the server first
+  // lingers while it owes such an answer to a rank still connected (at most the rounds' timeout),
+  // serving only the connections it has. Then it sends every reply already decided, tells every
+  // client that the store closes on purpose (what a client asks next, it asks the server this
+  // process starts next, not a dead rank 0), and closes; a peer that does not read within a
   // second is cut off.
   asio::post(io_, [this] {
-    stopping_ = true;
+    lingering_ = true;
     asio::error_code ignored;
     acceptor_.close(ignored);
-    waiters_.clear();
-    rounds_.clear();
-    const Reply closing{.ok = false,
-                        .body = {},
-                        .failure = Failure::kClosing,
-                        .error = "the store shut down (the loaders of the process serving it are gone)"};
-    cutoff_.expires_after(std::chrono::seconds(1));
-    cutoff_.async_wait([this](const asio::error_code& error) {
-      if (error) return;
-      for (const auto& weak : connections_) {
-        if (auto connection = weak.lock()) connection->close();
-      }
+    std::uint64_t longest = 0;
+    for (const auto& [name, round] : rounds_) longest = std::max(longest, round.timeout_ms);
+    cutoff_.expires_after(std::chrono::milliseconds(longest));
+    cutoff_.async_wait([this](const asio::error_code& cancelled) {
+      if (!cancelled) close_all();
     });
-    for (const auto& weak : connections_) {
-      if (auto connection = weak.lock()) {
-        if (connection->greeted()) connection->send(closing);
-        connection->finish();
-      }
-    }
-    stop_when_closed();
+    stop_when_settled();
   });
   thread_.join();  // run() returns once the closed sockets' handlers have run
 }
@@ -254,6 +244,50 @@ void StoreServer::stop_when_closed() {
     if (connection && connection->open()) return;
   }
   cutoff_.cancel();
+}
+
+bool StoreServer::owes_answers() const {
+  for (const auto& [name, round] : rounds_) {
+    if (!round.complete() || round.collections == 0) continue;
+    for (std::size_t rank = 0; rank < round.collected.size(); ++rank) {
+      if (round.collected[rank]) continue;
+      const bool gone = std::ranges::any_of(departed_, [&](const auto& departure) {
+        return name.starts_with(departure.first.name) && departure.first.rank == rank;
+      });
+      if (!gone) return true;
+    }
+  }
+  return false;
+}
+
+void StoreServer::stop_when_settled() {
+  if (lingering_ && !stopping_ && !owes_answers()) close_all();
+}
+
+void StoreServer::close_all() {
+  if (stopping_) return;
+  stopping_ = true;
+  waiters_.clear();
+  rounds_.clear();
+  const Reply closing{.ok = false,
+                      .body = {},
+                      .failure = Failure::kClosing,
+                      .error = "the store shut down (the loaders of the process serving it are gone)"};
+  cutoff_.cancel();
+  cutoff_.expires_after(std::chrono::seconds(1));
+  cutoff_.async_wait([this](const asio::error_code& cancelled) {
+    if (cancelled) return;
+    for (const auto& weak : connections_) {
+      if (auto connection = weak.lock()) connection->close();
+    }
+  });
+  for (const auto& weak : connections_) {
+    if (auto connection = weak.lock()) {
+      if (connection->greeted()) connection->send(closing);
+      connection->finish();
+    }
+  }
+  stop_when_closed();
 }
 
 std::shared_ptr<StoreServer> StoreServer::shared(const std::string& host, std::uint16_t port, const std::string& token,
@@ -336,8 +370,8 @@ void StoreServer::serve(const std::shared_ptr<Connection>& connection, Request r
     case Op::kDelete:
       reply.body = {std::byte{values_.erase(request.key) > 0 ? std::uint8_t{1} : std::uint8_t{0}}};
       break;
-    case Op::kGather:
-      gather(connection, std::move(request));
+    case Op::kExchange:
+      exchange(connection, std::move(request));
       return;
     case Op::kLeave:
       connection->send(reply);
@@ -364,66 +398,112 @@ void StoreServer::settle_waiters() {
   });
 }
 
-void StoreServer::gather(const std::shared_ptr<Connection>& connection, Request request) {
-  const std::string& name = request.key;
+void StoreServer::exchange(const std::shared_ptr<Connection>& connection, Request request) {
   const auto refuse = [&](const std::string& error) {
     connection->send(Reply{.ok = false, .body = {}, .failure = Failure::kInvalid, .error = error});
   };
-  if (const auto failed = failed_rounds_.find(name); failed != failed_rounds_.end()) {
-    connection->send(request.wait ? failed->second : Reply{});
-    return;
-  }
   if (request.rank >= request.world_size) {
     refuse(fmt::format("rank {} is outside a world of {}", request.rank, request.world_size));
     return;
   }
+  if (!request.key.empty()) {
+    if (auto error = arrive(request.key, request)) {
+      refuse(*error);
+      return;
+    }
+  }
+  if (request.collect.empty()) {
+    connection->send(Reply{});
+    return;
+  }
+  collect(connection, request.collect, request);
+}
+
+StoreServer::Round* StoreServer::open_round(const std::string& name, std::uint64_t world_size,
+                                            std::uint64_t timeout_ms, std::string& error) {
   auto [it, inserted] = rounds_.try_emplace(name);
   Round& round = it->second;
-  if (inserted) {
-    round.values.resize(request.world_size);
-    if (request.timeout_ms > 0) {
-      round.deadline = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(request.timeout_ms));
-      round.deadline->async_wait([this, name, timeout = request.timeout_ms](const asio::error_code& error) {
-        const auto found = rounds_.find(name);
-        if (error || found == rounds_.end()) return;
-        std::vector<std::size_t> missing;
-        for (std::size_t rank = 0; rank < found->second.values.size(); ++rank) {
-          if (!found->second.values[rank]) missing.push_back(rank);
-        }
-        fail_round(name, Failure::kTimeout,
-                   fmt::format("rank{} {} did not arrive within {} ms", missing.size() == 1 ? "" : "s",
-                               fmt::join(missing, ", "), timeout));
-      });
+  if (!inserted) {
+    if (round.values.size() == world_size) return &round;
+    error = fmt::format("the world has {} ranks, an earlier rank said {}", world_size, round.values.size());
+    return nullptr;
+  }
+  round.values.resize(world_size);
+  round.collected.resize(world_size);
+  round.timeout_ms = timeout_ms;
+  if (timeout_ms > 0) {
+    round.deadline = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(timeout_ms));
+    round.deadline->async_wait([this, name, timeout_ms](const asio::error_code& cancelled) {
+      const auto found = rounds_.find(name);
+      if (cancelled || found == rounds_.end() || found->second.complete()) return;
+      std::vector<std::size_t> missing;
+      for (std::size_t rank = 0; rank < found->second.values.size(); ++rank) {
+        if (!found->second.values[rank]) missing.push_back(rank);
+      }
+      fail_round(name, Failure::kTimeout,
+                 fmt::format("rank{} {} did not arrive within {} ms", missing.size() == 1 ? "" : "s",
+                             fmt::join(missing, ", "), timeout_ms));
+    });
+  }
+  return &round;
+}
+
+std::optional<std::string> StoreServer::arrive(const std::string& name, Request& request) {
+  if (failed_rounds_.contains(name)) return std::nullopt;  // whoever collects it hears why
+  std::string error;
+  Round* round = open_round(name, request.world_size, request.timeout_ms, error);
+  if (round == nullptr) return fmt::format("rank {} says {}", request.rank, error);
+  if (round->values[request.rank]) return fmt::format("rank {} arrived twice", request.rank);
+  round->values[request.rank] = std::move(request.value);
+  ++round->arrived;
+  if (round->complete()) {
+    if (round->deadline) round->deadline->cancel();
+    const auto waiting = std::exchange(round->waiting, {});
+    deliver(rounds_.find(name), waiting);
+  } else if (auto why = departed_from(name, *round)) {
+    fail_round(name, Failure::kRendezvous, *why);
+  }
+  return std::nullopt;
+}
+
+void StoreServer::collect(const std::shared_ptr<Connection>& connection, const std::string& name,
+                          const Request& request) {
+  if (const auto failed = failed_rounds_.find(name); failed != failed_rounds_.end()) {
+    connection->send(failed->second);
+    return;
+  }
+  std::string error;
+  Round* round = open_round(name, request.world_size, request.timeout_ms, error);
+  if (round == nullptr) {
+    connection->send(Reply{.ok = false,
+                           .body = {},
+                           .failure = Failure::kInvalid,
+                           .error = fmt::format("rank {} says {}", request.rank, error)});
+    return;
+  }
+  if (round->complete()) {
+    deliver(rounds_.find(name), {Collector{connection, request.rank}});
+    return;
+  }
+  round->waiting.push_back(Collector{connection, request.rank});
+  if (auto why = departed_from(name, *round)) fail_round(name, Failure::kRendezvous, *why);
+}
+
+void StoreServer::deliver(std::map<std::string, Round>::iterator round, const std::vector<Collector>& collectors) {
+  std::vector<std::vector<std::byte>> values;
+  values.reserve(round->second.values.size());
+  for (const auto& value : round->second.values) values.push_back(*value);
+  Reply reply;
+  ByteWriter(reply.body).write(values);
+  for (const auto& collector : collectors) {
+    if (auto connection = collector.connection.lock()) connection->send(reply);
+    if (!round->second.collected[collector.rank]) {
+      round->second.collected[collector.rank] = true;
+      ++round->second.collections;
     }
-  } else if (round.values.size() != request.world_size) {
-    refuse(fmt::format("rank {} says the world has {} ranks, an earlier rank said {}", request.rank, request.world_size,
-                       round.values.size()));
-    return;
   }
-  if (round.values[request.rank]) {
-    refuse(fmt::format("rank {} arrived twice", request.rank));
-    return;
-  }
-  round.values[request.rank] = std::move(request.value);
-  ++round.arrived;
-  if (request.wait) {
-    round.waiting.push_back(connection);
-  } else {
-    connection->send(Reply{});
-  }
-  if (round.arrived == round.values.size()) {
-    std::vector<std::vector<std::byte>> values;
-    values.reserve(round.values.size());
-    for (auto& value : round.values) values.push_back(std::move(*value));
-    Reply reply;
-    ByteWriter(reply.body).write(values);
-    for (const auto& weak : round.waiting) {
-      if (auto waiting = weak.lock()) waiting->send(reply);
-    }
-    rounds_.erase(it);
-    return;
-  }
-  if (auto why = departed_from(name, round)) fail_round(name, Failure::kRendezvous, *why);
+  if (round->second.collections >= round->second.values.size()) rounds_.erase(round);
+  stop_when_settled();
 }
 
 std::optional<std::string> StoreServer::departed_from(const std::string& round, const Round& state) const {
@@ -442,14 +522,15 @@ void StoreServer::depart(const Member& member, const std::string& why) {
     if (auto reason = departed_from(name, round)) failing.emplace_back(name, std::move(*reason));
   }
   for (const auto& [name, reason] : failing) fail_round(name, Failure::kRendezvous, reason);
+  stop_when_settled();
 }
 
 void StoreServer::fail_round(const std::string& round, Failure failure, const std::string& error) {
   constexpr std::size_t kFailedRoundsKept = 256;
   const Reply reply{.ok = false, .body = {}, .failure = failure, .error = error};
   if (const auto found = rounds_.find(round); found != rounds_.end()) {
-    for (const auto& weak : found->second.waiting) {
-      if (auto waiting = weak.lock()) waiting->send(reply);
+    for (const auto& collector : found->second.waiting) {
+      if (auto waiting = collector.connection.lock()) waiting->send(reply);
     }
     rounds_.erase(found);
   }

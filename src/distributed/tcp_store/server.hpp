@@ -49,18 +49,45 @@ class StoreServer {
     bool wants_value = false;  // get(): reply with the value of keys[0]
   };
 
-  /// An all_gather round that not every rank reached yet.
+  /// A connection waiting to collect a round, and its rank.
+  struct Collector {
+    std::weak_ptr<Connection> connection;
+    std::uint64_t rank = 0;
+  };
+
+  /// A round of Store::exchange that not every rank collected yet.
   struct Round {
     std::vector<std::optional<std::vector<std::byte>>> values;  // by rank
-    std::vector<std::weak_ptr<Connection>> waiting;             // who waits for the values
+    std::vector<bool> collected;                                // by rank
+    std::vector<Collector> waiting;                             // who waits to collect the values
     std::size_t arrived = 0;
-    std::unique_ptr<asio::steady_timer> deadline;
+    std::size_t collections = 0;
+    std::uint64_t timeout_ms = 0;
+    std::unique_ptr<asio::steady_timer> deadline;  // until every rank arrived
+    [[nodiscard]] bool complete() const noexcept { return arrived == values.size(); }
   };
 
   void accept();
   /// Serves one request of `connection`; replies now or when its keys exist.
   void serve(const std::shared_ptr<Connection>& connection, Request request);
-  void gather(const std::shared_ptr<Connection>& connection, Request request);
+  void exchange(const std::shared_ptr<Connection>& connection, Request request);
+  /// The round `name` of `world_size` ranks, opened (with its deadline) when new; null, with
+  /// `error` set, when the round says the world has another size.
+  Round* open_round(const std::string& name, std::uint64_t world_size, std::uint64_t timeout_ms, std::string& error);
+  /// Records `rank`'s value in round `name`; answers the ranks waiting for it when it completes.
+  /// Returns an error for a rank that arrives twice or disagrees on the world size.
+  std::optional<std::string> arrive(const std::string& name, Request& request);
+  /// Answers `connection` with round `name`'s values once every rank arrived.
+  void collect(const std::shared_ptr<Connection>& connection, const std::string& name, const Request& request);
+  /// Sends a complete round's values to `collectors`, forgetting the round once every rank has them.
+  void deliver(std::map<std::string, Round>::iterator round, const std::vector<Collector>& collectors);
+  /// Whether a rank still connected has yet to collect a round that another rank collected: the
+  /// answer it will ask for must outlive this process's loaders.
+  [[nodiscard]] bool owes_answers() const;
+  /// While lingering: stops once nothing is owed.
+  void stop_when_settled();
+  /// Tells every client that the store closes, and closes.
+  void close_all();
   /// Replies to the waiters whose keys all exist now.
   void settle_waiters();
   [[nodiscard]] bool has_all(const std::vector<std::string>& keys) const;
@@ -75,7 +102,7 @@ class StoreServer {
 
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer cutoff_;  // while stopping: closes the connections a peer does not let finish
+  asio::steady_timer cutoff_;  // while lingering or stopping: how long the peers get
   std::uint16_t port_ = 0;
   std::string token_;
   std::size_t max_message_bytes_;
@@ -86,7 +113,8 @@ class StoreServer {
   std::map<std::string, Reply> failed_rounds_;  // the last ones, for the ranks that arrive after the failure
   std::deque<std::string> failed_order_;
   std::vector<std::weak_ptr<Connection>> connections_;
-  bool stopping_ = false;
+  bool lingering_ = false;  // shutting down: owes answers still, serves only the clients it has
+  bool stopping_ = false;   // closing the connections
   std::thread thread_;
 };
 

@@ -42,37 +42,40 @@ class StoreRankSync final : public RankSync {
   StoreRankSync(std::shared_ptr<RankGroup> group, std::size_t index, std::size_t max_block)
       : group_(std::move(group)), index_(index), max_block_(max_block) {}
 
-  Agreement agree(std::uint64_t iteration, std::uint64_t round, std::uint64_t available, bool ended,
-                  std::chrono::milliseconds timeout) override {
-    const std::string what = describe(iteration, round);
+  std::optional<Agreement> exchange(std::optional<Count> post, std::optional<Round> collect,
+                                    std::chrono::milliseconds timeout) override {
+    const std::string what = describe(collect ? *collect : post->round);
     const auto values =
-        group_->gather(key(iteration, round), to_bytes(Progress{false, available, ended, {}}), timeout, what);
-    Agreement agreement{available, ended};
+        group_->exchange(post ? key(post->round) : std::string(),
+                         post ? to_bytes(Progress{false, post->available, post->ended, {}}) : std::vector<std::byte>{},
+                         collect ? key(*collect) : std::string(), timeout, what);
+    if (!collect) return std::nullopt;
+    std::optional<Agreement> agreement;
     for (std::size_t rank = 0; rank < values.size(); ++rank) {
       const auto progress = decode<Progress>(values[rank], rank, *group_, what);
       if (progress.failed) {
         DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): {}: rank {} failed: {}", group_->where(), what,
                     rank, progress.reason);
       }
-      if (progress.available < agreement.bound) agreement = {progress.available, progress.ended};
-      if (progress.available == agreement.bound) agreement.ended = agreement.ended || progress.ended;
+      if (!agreement || progress.available < agreement->bound) agreement = Agreement{progress.available, false};
+      if (progress.available == agreement->bound) agreement->ended = agreement->ended || progress.ended;
     }
     return agreement;
   }
 
-  void fail(std::uint64_t iteration, std::uint64_t round, const std::string& reason) noexcept override {
-    group_->post(key(iteration, round), to_bytes(Progress{true, 0, true, reason}));
+  void fail(Round round, const std::string& reason) noexcept override {
+    group_->post(key(round), to_bytes(Progress{true, 0, true, reason}));
   }
 
   [[nodiscard]] std::size_t max_block() const noexcept override { return max_block_; }
 
  private:
-  [[nodiscard]] std::string key(std::uint64_t iteration, std::uint64_t round) const {
-    return fmt::format("fullsync{}/{}/{}", index_, iteration, round);
+  [[nodiscard]] std::string key(Round round) const {
+    return fmt::format("fullsync{}/{}/{}", index_, round.epoch, round.number);
   }
-  [[nodiscard]] std::string describe(std::uint64_t iteration, std::uint64_t round) const {
-    if (index_ == 0) return fmt::format("fullsync round {} of its epoch {}", round, iteration);
-    return fmt::format("fullsync#{} round {} of its epoch {}", index_, round, iteration);
+  [[nodiscard]] std::string describe(Round round) const {
+    if (index_ == 0) return fmt::format("fullsync round {} of its epoch {}", round.number, round.epoch);
+    return fmt::format("fullsync#{} round {} of its epoch {}", index_, round.number, round.epoch);
   }
 
   std::shared_ptr<RankGroup> group_;
@@ -119,7 +122,8 @@ RankGroup::~RankGroup() { leave(); }
 std::uint64_t RankGroup::share_seed(std::uint64_t own, std::uint64_t epoch) {
   if (environment_.world_size == 1) return own;
   const std::string what = fmt::format("sharing rank 0's seed of epoch round {}", epoch);
-  const auto values = gather(fmt::format("seed/{}", epoch), to_bytes(own), timeout_, what);
+  const std::string round = fmt::format("seed/{}", epoch);
+  const auto values = exchange(round, to_bytes(own), round, timeout_, what);
   return decode<std::uint64_t>(values.front(), 0, *this, what);
 }
 
@@ -136,8 +140,9 @@ void RankGroup::leave() noexcept {
   tcp_.reset();
 }
 
-std::vector<std::vector<std::byte>> RankGroup::gather(const std::string& round, std::span<const std::byte> value,
-                                                      std::chrono::milliseconds timeout, const std::string& what) {
+std::vector<std::vector<std::byte>> RankGroup::exchange(const std::string& post, std::span<const std::byte> value,
+                                                        const std::string& collect, std::chrono::milliseconds timeout,
+                                                        const std::string& what) {
   const std::lock_guard lock(mutex_);
   connect();
   if (!store_) {
@@ -147,7 +152,7 @@ std::vector<std::vector<std::byte>> RankGroup::gather(const std::string& round, 
   const auto previous = store_->timeout();
   if (timeout != previous) store_->set_timeout(timeout);
   try {
-    auto values = store_->all_gather(round, environment_.rank, environment_.world_size, value);
+    auto values = store_->exchange(post, value, collect, environment_.rank, environment_.world_size);
     if (timeout != previous) store_->set_timeout(previous);
     return values;
   } catch (const Error& error) {
@@ -160,7 +165,7 @@ void RankGroup::post(const std::string& round, std::span<const std::byte> value)
   try {
     const std::lock_guard lock(mutex_);
     connect();
-    if (store_) store_->all_gather(round, environment_.rank, environment_.world_size, value, /*wait=*/false);
+    if (store_) store_->exchange(round, value, {}, environment_.rank, environment_.world_size);
   } catch (const std::exception&) {
     // The store is gone: the other ranks learn of this rank from it (its connection closes).
   }

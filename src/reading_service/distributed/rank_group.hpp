@@ -43,10 +43,11 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
   /// Tells the other ranks this rank leaves on purpose, and closes the store. Never throws.
   void leave() noexcept;
 
-  /// `round`'s values of every rank, waiting at most `timeout`; RendezvousError (with `what` and
+  /// Store::exchange of this rank, waiting at most `timeout`; RendezvousError (with `what` and
   /// this rank's place) for any failure of the store.
-  std::vector<std::vector<std::byte>> gather(const std::string& round, std::span<const std::byte> value,
-                                             std::chrono::milliseconds timeout, const std::string& what);
+  std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
+                                               const std::string& collect, std::chrono::milliseconds timeout,
+                                               const std::string& what);
   /// Leaves `value` in `round` without waiting. Never throws.
   void post(const std::string& round, std::span<const std::byte> value) noexcept;
 
