@@ -253,6 +253,21 @@ TEST_CASE("Distributed threads: pause and limit with worker threads", "[distribu
   CHECK(results[1] == "same, rounds 5 5 5 5");
 }
 
+TEST_CASE("Distributed threads: the epoch length is the smallest shard and starts nothing", "[distributed][concurrency]") {
+  const auto before = dpipe::testing::ProcessSnapshot::take();
+  Loader loader(numbers(23).shuffle().sharding_filter(),
+                dpipe::DistributedReadingService(rank_options(1, 2, dpipe::testing::free_port())));
+  CHECK(loader.epoch_length() == 11);
+  Loader batches(numbers(100).shuffle().sharding_filter().batch(8).map([](const std::vector<std::int64_t>& batch) {
+    return static_cast<std::int64_t>(batch.size());
+  }),
+                 dpipe::DistributedReadingService(rank_options(0, 3, dpipe::testing::free_port())));
+  CHECK(batches.epoch_length() == 5);  // shards of 34, 33 and 33: 5 batches each
+  const auto after = dpipe::testing::ProcessSnapshot::take();
+  CHECK(after.descriptors == before.descriptors);
+  CHECK(after.threads == before.threads);
+}
+
 TEST_CASE("Distributed threads: a world of one opens no socket", "[distributed][concurrency]") {
   dpipe::DistributedOptions options;
   options.rendezvous.rank = 0;
