@@ -3,7 +3,6 @@
 // arrays and objects reserved to their sizes.
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <memory>
 #include <simdjson.h>
@@ -19,44 +18,8 @@ constexpr std::size_t kBlock = std::size_t{64} << 10;
 /// A parser or a buffer grown beyond this by one document is released after it.
 constexpr std::size_t kKeptCapacity = std::size_t{16} << 20;
 
-/// simdjson's error codes by name, in the order of simdjson::error_code.
-constexpr std::array<std::string_view, simdjson::NUM_ERROR_CODES> kErrorNames{
-    "SUCCESS",
-    "CAPACITY",
-    "MEMALLOC",
-    "TAPE_ERROR",
-    "DEPTH_ERROR",
-    "STRING_ERROR",
-    "T_ATOM_ERROR",
-    "F_ATOM_ERROR",
-    "N_ATOM_ERROR",
-    "NUMBER_ERROR",
-    "UTF8_ERROR",
-    "UNINITIALIZED",
-    "EMPTY",
-    "UNESCAPED_CHARS",
-    "UNCLOSED_STRING",
-    "UNSUPPORTED_ARCHITECTURE",
-    "INCORRECT_TYPE",
-    "NUMBER_OUT_OF_RANGE",
-    "INDEX_OUT_OF_BOUNDS",
-    "NO_SUCH_FIELD",
-    "IO_ERROR",
-    "INVALID_JSON_POINTER",
-    "INVALID_URI_FRAGMENT",
-    "UNEXPECTED_ERROR",
-    "PARSER_IN_USE",
-    "OUT_OF_ORDER_ITERATION",
-    "INSUFFICIENT_PADDING",
-    "INCOMPLETE_ARRAY_OR_OBJECT",
-    "SCALAR_DOCUMENT_AS_VALUE",
-    "OUT_OF_BOUNDS",
-    "TRAILING_CONTENT",
-};
-
 std::string invalid_reason(simdjson::error_code error) {
-  return fmt::format("not valid JSON: {}: {}", kErrorNames[static_cast<std::size_t>(error)],
-                     simdjson::error_message(error));
+  return fmt::format("not valid JSON: {}", simdjson::error_message(error));
 }
 
 /// Builds Json values from a parsed document's tape (simdjson's documented DOM layout: one 64-bit
