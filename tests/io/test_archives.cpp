@@ -58,6 +58,15 @@ TEST_CASE("shard_expand expands brace ranges as torchdata does", "[io]") {
   CHECK_THROWS_WITH(expand_shards("{01..100}"),
                     "shard_expand: low bound must not start with 0 if low bound is shorter");
   CHECK_THROWS_AS(expand_shards("{1..99999999999999999999999}"), dpipe::InvalidArgument);
+  // The widest range a uint64_t holds: its count wraps to 0 and its loop would never end.
+  CHECK_THROWS_WITH(expand_shards("s-{0..18446744073709551615}.tar"),
+                    "shard_expand: shard spec s-{0..18446744073709551615}.tar names more than 1000000 shards");
+  CHECK_THROWS_WITH(expand_shards("{1..1000001}"),
+                    "shard_expand: shard spec {1..1000001} names more than 1000000 shards");
+  CHECK_THROWS_WITH(expand_shards("{1..1000}-{1..1001}"),
+                    "shard_expand: shard spec {1..1000}-{1..1001} names more than 1000000 shards");
+  CHECK(expand_shards("{1..1000000}").size() == 1'000'000);
+  CHECK(expand_shards("{1..1000}-{1..1000}").back() == "1000-1000");
 
   dpipe::testing::check_battery(
       [] {
