@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev
+PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev zlib1g-dev
 # bench: GNU time, for the compile-time script's peak memory.
 bench: EXTRA_PACKAGES := time
 CMAKE_COMMON := -DDPIPE_WERROR=ON
