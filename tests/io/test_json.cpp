@@ -14,6 +14,7 @@
 #include <dpipe/io.hpp>
 
 #include "support/battery.hpp"
+#include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 #include "support/temp_dir.hpp"
@@ -417,52 +418,33 @@ TEST_CASE("parse_json_files raises DataError naming the file or skips it", "[io]
   CHECK(log.messages().size() == 3);
 }
 
-TEST_CASE("Worker processes and threads parse sharded JSON lines and restore mid-epoch", "[io][json][concurrency]") {
+TEST_CASE("Worker processes and threads parse sharded JSON lines and files and restore mid-epoch",
+          "[io][json][concurrency]") {
   TempDir dir;
-  std::vector<std::string> expected;
+  std::vector<std::string> lines;  // each line's text, which is also its value's dump()
+  std::vector<std::string> documents;
   for (int file = 0; file < 6; ++file) {
     std::string text;
     for (int line = 0; line < 5; ++line) {
       const int id = file * 10 + line;
-      expected.push_back(R"({"id":)" + std::to_string(id) + R"(,"text":"record number )" + std::to_string(id) +
-                         R"(","big":18446744073709551615})");
-      text += expected.back() + "\n";
+      lines.push_back(R"({"id":)" + std::to_string(id) + R"(,"text":"record number )" + std::to_string(id) +
+                      R"(","big":18446744073709551615})");
+      text += lines.back() + "\n";
     }
     (void)dir.write("part-" + std::to_string(file) + ".jsonl", text);
+    documents.push_back(R"({"file":)" + std::to_string(file) + "}");
+    (void)dir.write("doc-" + std::to_string(file) + ".json", documents.back());
   }
-  std::sort(expected.begin(), expected.end());
-  const auto pipeline = [&] {
-    return dpipe::io::list_files(dir.str(), {"*.jsonl"}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
-           dpipe::io::open_files() | dpipe::io::parse_jsonl();
+  const auto files = [&](const char* mask) {
+    return dpipe::io::list_files(dir.str(), {mask}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
+           dpipe::io::open_files();
   };
-  const auto dump = [](const Json& value) { return value.dump(); };
-  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
-    INFO("worker kind " << static_cast<int>(kind));
-    const auto make = [&] {
-      return dpipe::DataLoader2<Json>(pipeline(),
-                                      dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
-    };
-    auto loader = make();
-    loader.seed(3);
-    const auto first = dpipe::testing::epoch(loader, dump);
-    auto sorted = first;
-    std::sort(sorted.begin(), sorted.end());
-    CHECK(sorted == expected);
-    std::vector<std::byte> state;
-    {
-      auto stopped = make();
-      stopped.seed(3);
-      std::size_t seen = 0;
-      for (const auto& record : stopped) {
-        CHECK(record.dump() == first[seen]);
-        if (++seen == 7) {
-          state = stopped.state_dict();
-          break;
-        }
-      }
-    }
-    auto restored = make();
-    restored.load_state_dict(state);
-    CHECK(dpipe::testing::epoch(restored, dump) == std::vector<std::string>(first.begin() + 7, first.end()));
+  SECTION("parse_jsonl") {
+    dpipe::testing::check_workers([&] { return files("*.jsonl") | dpipe::io::parse_jsonl(); }, lines,
+                                  [](const Json& value) { return value.dump(); });
+  }
+  SECTION("parse_json_files") {
+    dpipe::testing::check_workers([&] { return files("*.json") | dpipe::io::parse_json_files(); }, documents,
+                                  [](const PathJson& file) { return file.second.dump(); });
   }
 }
