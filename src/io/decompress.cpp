@@ -141,32 +141,13 @@ std::optional<OpenedFile> reopen_decompressed(const std::string& origin, std::st
 
 }  // namespace detail
 
-Decompressor::Decompressor(const IterPipe<OpenedFile>& files, DecompressOptions options)
-    : IterDataPipe<OpenedFile>(std::string(kName)),
-      files_(files.ptr()),
-      options_(options),
-      skipper_(options.on_error) {}
-
 NodeSettings Decompressor::settings() const {
   return {{"format", std::string(compression_name(options_.format))},
           {"max_bytes", std::to_string(options_.max_bytes)}};
 }
 
-void Decompressor::reset_impl() {
-  skipper_.reset();
-  files_.reset();
-}
-
-std::optional<OpenedFile> Decompressor::next_impl() {
-  while (auto file = files_.next()) {
-    try {
-      return open_decompressed(std::move(*file), options_.format, options_.max_bytes, label());
-    } catch (const DataError& error) {
-      skipper_.skip_bad_data(error);
-      count_skipped();
-    }
-  }
-  return std::nullopt;
+OpenedFile Decompressor::make(OpenedFile file) {
+  return open_decompressed(std::move(file), options_.format, options_.max_bytes, label());
 }
 
 }  // namespace dpipe::io

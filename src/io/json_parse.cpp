@@ -188,16 +188,12 @@ Json Json::parse(std::string_view text) {
 }
 
 JsonFilesParser::JsonFilesParser(const IterPipe<OpenedFile>& files, ParseJsonFilesOptions options)
-    : IterDataPipe<PathJson>(std::string(kName)), files_(files.ptr()), options_(options), skipper_(options.on_error) {
+    : EachInput(kName, files, options.on_error), options_(options) {
   if (options.max_file_bytes == 0) DPIPE_THROW(InvalidArgument, "parse_json_files: max_file_bytes must be > 0");
 }
 
 JsonFilesParser::JsonFilesParser(const JsonFilesParser& other)
-    : IterDataPipe<PathJson>(other),
-      files_(other.files_),
-      options_(other.options_),
-      skipper_(other.skipper_),
-      decoder_(other.decoder_) {}
+    : EachInput(other), options_(other.options_), decoder_(other.decoder_) {}
 
 JsonFilesParser::~JsonFilesParser() = default;
 
@@ -209,11 +205,6 @@ bool JsonFilesParser::save_state(StateWriter& writer) const {
 }
 
 void JsonFilesParser::load_state(const StateReader& reader) { skipper_.load(reader); }
-
-void JsonFilesParser::reset_impl() {
-  skipper_.reset();
-  files_.reset();
-}
 
 void JsonFilesParser::read_all(OpenedFile& file) {
   size_ = 0;
@@ -234,28 +225,20 @@ void JsonFilesParser::read_all(OpenedFile& file) {
   }
 }
 
-std::optional<PathJson> JsonFilesParser::next_impl() {
-  while (auto file = files_.next()) {
-    try {
-      read_all(*file);
-      auto result = detail::JsonDecoder::Result::kValue;
-      Json value = decoder_.decode_padded(text_.get(), size_, result);
-      if (capacity_ > kKeptCapacity) {  // a large file: its buffer does not stay
-        text_.reset();
-        capacity_ = size_ = 0;
-      }
-      if (result != detail::JsonDecoder::Result::kValue) {
-        throw DataError(
-            label(), {.path = file->path()},
-            result == detail::JsonDecoder::Result::kBlank ? invalid_reason(simdjson::EMPTY) : decoder_.reason());
-      }
-      return PathJson{file->path(), std::move(value)};
-    } catch (const DataError& error) {
-      skipper_.skip_bad_data(error);
-      count_skipped();
-    }
+PathJson JsonFilesParser::make(OpenedFile file) {
+  read_all(file);
+  auto result = detail::JsonDecoder::Result::kValue;
+  Json value = decoder_.decode_padded(text_.get(), size_, result);
+  if (capacity_ > kKeptCapacity) {  // a large file: its buffer does not stay
+    text_.reset();
+    capacity_ = size_ = 0;
   }
-  return std::nullopt;
+  if (result != detail::JsonDecoder::Result::kValue) {
+    throw DataError(
+        label(), {.path = file.path()},
+        result == detail::JsonDecoder::Result::kBlank ? invalid_reason(simdjson::EMPTY) : decoder_.reason());
+  }
+  return PathJson{file.path(), std::move(value)};
 }
 
 }  // namespace dpipe::io
