@@ -22,8 +22,9 @@
 #include <dpipe/io.hpp>
 
 #include "harness.hpp"
-#include "io/crc32c.hpp"               // the TFRecord files' checksums (src/io)
-#include "support/archive_writer.hpp"  // the tar shards (tests/support)
+#include "io/crc32c.hpp"                // whether CRC32C runs in hardware (src/io)
+#include "support/archive_writer.hpp"   // the tar shards (tests/support)
+#include "support/tfrecord_writer.hpp"  // the TFRecord files (tests/support)
 
 namespace {
 
@@ -188,83 +189,53 @@ bool bench_readlines(const fs::path& dir) {
   return ok;
 }
 
-bool bench_csv(const fs::path& dir) {
+/// A parser over kFiles text files of `line(file, index)` lines, in process and with 2 workers,
+/// beside wc -l: `parse(files)` must yield one element per line, each of `fields` (size_of).
+template <class Line, class Parse, class Size>
+bool bench_parser(const fs::path& dir, const std::string& title, const std::string& stem, const std::string& extension,
+                  const Line& line, const std::string& name, const Parse& parse, std::uint64_t fields, Size size_of,
+                  double target) {
   std::uint64_t file_bytes = 0;
-  std::uint64_t rows = 0;
-  const auto paths = write_text_files(
-      dir, "rows", ".csv",
+  std::uint64_t lines = 0;
+  const auto paths = write_text_files(dir, stem, extension, line, file_bytes, lines);
+  std::printf("B5 %s: %zu files, %.0f MiB, %llu lines\n", title.c_str(), kFiles,
+              static_cast<double>(file_bytes) / (1 << 20), static_cast<unsigned long long>(lines));
+  const double wc =
+      report_bytes("wc -l (baseline)", time_command("wc -l" + quoted_paths(paths) + " > /dev/null"), file_bytes, lines);
+  bool ok = true;
+  const auto [rate, rate2] =
+      in_process_and_workers(name, parse(opened(paths)), file_bytes, lines, lines * fields, size_of, ok);
+  std::printf("B5 %s result: %.0f MB/s per core (target >= %.0f), %.0f%% of wc -l, 2 workers %.2fx in process%s\n",
+              title.c_str(), rate / 1e6, target, 100.0 * rate / wc, rate2 / rate, ok ? "" : "  WRONG OUTPUT");
+  return ok;
+}
+
+/// Rows of 4 fields, one quoted and holding the delimiter.
+bool bench_csv(const fs::path& dir) {
+  return bench_parser(
+      dir, "CSV", "rows", ".csv",
       [](std::size_t file, std::size_t index) {
         return std::to_string(file * 10000000 + index) + ",\"a caption, with a comma\",0." +
                std::to_string(index % 997) + ",label_" + std::to_string(index % 13);
       },
-      file_bytes, rows);
-  std::printf("B5 CSV: %zu files, %.0f MiB, %llu rows of 4 fields (one quoted, holding the delimiter)\n", kFiles,
-              static_cast<double>(file_bytes) / (1 << 20), static_cast<unsigned long long>(rows));
-  const double wc =
-      report_bytes("wc -l (baseline)", time_command("wc -l" + quoted_paths(paths) + " > /dev/null"), file_bytes, rows);
-  bool ok = true;
-  const auto [rate, rate2] = in_process_and_workers(
-      "open | parse_csv", opened(paths) | dpipe::io::parse_csv(), file_bytes, rows, rows * 4,
-      [](const dpipe::io::CsvRow& row) { return row.size(); }, ok);
-  std::printf("B5 CSV result: %.0f MB/s per core (target >= 300), %.0f%% of wc -l, 2 workers %.2fx in process%s\n",
-              rate / 1e6, 100.0 * rate / wc, rate2 / rate, ok ? "" : "  WRONG OUTPUT");
-  return ok;
+      "open | parse_csv", [](const auto& files) { return files | dpipe::io::parse_csv(); }, 4,
+      [](const dpipe::io::CsvRow& row) { return row.size(); }, 300);
 }
 
+/// Objects of 5 members: a number, a string, a double, an array and an object.
 bool bench_jsonl(const fs::path& dir) {
-  std::uint64_t file_bytes = 0;
-  std::uint64_t lines = 0;
-  const auto paths = write_text_files(
-      dir, "records", ".jsonl",
+  return bench_parser(
+      dir, "JSON lines", "records", ".jsonl",
       [](std::size_t file, std::size_t index) {
         return R"({"id":)" + std::to_string(file * 10000000 + index) +
                R"(,"text":"the quick brown fox jumps over the lazy dog","score":0.)" + std::to_string(index % 997) +
                R"(,"tags":["a","b"],"meta":{"file":)" + std::to_string(file) + "}}";
       },
-      file_bytes, lines);
-  std::printf("B5 JSON lines: %zu files, %.0f MiB, %llu objects\n", kFiles, static_cast<double>(file_bytes) / (1 << 20),
-              static_cast<unsigned long long>(lines));
-  const double wc =
-      report_bytes("wc -l (baseline)", time_command("wc -l" + quoted_paths(paths) + " > /dev/null"), file_bytes, lines);
-  bool ok = true;
-  const auto [rate, rate2] = in_process_and_workers(
-      "open | parse_jsonl", opened(paths) | dpipe::io::parse_jsonl(), file_bytes, lines, lines * 5,
-      [](const dpipe::io::Json& value) { return value.size(); }, ok);
-  std::printf(
-      "B5 JSON lines result: %.0f MB/s per core (target >= 500), %.0f%% of wc -l, 2 workers %.2fx in process%s\n",
-      rate / 1e6, 100.0 * rate / wc, rate2 / rate, ok ? "" : "  WRONG OUTPUT");
-  return ok;
-}
-
-std::string little_endian(std::uint64_t value, int bytes) {
-  std::string out;
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xffU));
-  return out;
-}
-
-std::string varint(std::uint64_t value) {
-  std::string out;
-  for (; value >= 0x80; value >>= 7) out.push_back(static_cast<char>((value & 0x7fU) | 0x80U));
-  out.push_back(static_cast<char>(value));
-  return out;
-}
-
-/// A length-delimited protobuf field.
-std::string field(std::uint64_t number, const std::string& bytes) {
-  return varint((number << 3) | 2) + varint(bytes.size()) + bytes;
-}
-
-/// A tf.train.Example of an "image" (a BytesList of one string) and a "label" (an Int64List).
-std::string example_of(const std::string& image, std::uint64_t label) {
-  const auto entry = [](const std::string& name, const std::string& feature) {
-    return field(1, field(1, name) + field(2, feature));  // Features.feature, a map entry
-  };
-  return field(1, entry("image", field(1, field(1, image))) + entry("label", field(3, field(1, varint(label)))));
+      "open | parse_jsonl", [](const auto& files) { return files | dpipe::io::parse_jsonl(); }, 5,
+      [](const dpipe::io::Json& value) { return value.size(); }, 500);
 }
 
 bool bench_tfrecord(const fs::path& dir) {
-  using dpipe::io::detail::crc32c;
-  using dpipe::io::detail::crc32c_mask;
   std::vector<std::string> paths;
   std::uint64_t file_bytes = 0;
   std::uint64_t record_bytes = 0;
@@ -274,10 +245,10 @@ bool bench_tfrecord(const fs::path& dir) {
     std::string text;
     for (std::size_t record = 0; record < kSamplesPerShard; ++record) {
       for (std::size_t i = 0; i < image.size(); ++i) image[i] = static_cast<char>((i * 31 + record + file) & 0xff);
-      const std::string data = example_of(image, record % 1000);
-      const std::string length = little_endian(data.size(), 8);
-      text += length + little_endian(crc32c_mask(crc32c(length.data(), length.size())), 4) + data +
-              little_endian(crc32c_mask(crc32c(data.data(), data.size())), 4);
+      const std::string data = dpipe::testing::example(
+          {{"image", dpipe::testing::bytes_feature({image})},
+           {"label", dpipe::testing::int64_feature({static_cast<std::int64_t>(record % 1000)}, true)}});
+      text += dpipe::testing::frame(data);
       record_bytes += data.size();
     }
     file_bytes += text.size();

@@ -24,6 +24,7 @@
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 #include "support/temp_dir.hpp"
+#include "support/tfrecord_writer.hpp"
 
 namespace {
 
@@ -35,91 +36,14 @@ using dpipe::io::Int64List;
 using dpipe::io::TFExample;
 using dpipe::testing::TempDir;
 
-// --- an independent TFRecord writer ----------------------------------------------------------
-
-std::string le_bytes(std::uint64_t value, int count) {
-  std::string bytes;
-  for (int i = 0; i < count; ++i) bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xffU));
-  return bytes;
-}
-
-std::uint32_t masked_crc(const std::string& bytes) {
-  const std::uint32_t crc = dpipe::io::detail::crc32c(bytes.data(), bytes.size());
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
-}
-
-/// One framed record: length, its masked CRC, the data, its masked CRC.
-std::string frame(const std::string& data) {
-  const std::string length = le_bytes(data.size(), 8);
-  return length + le_bytes(masked_crc(length), 4) + data + le_bytes(masked_crc(data), 4);
-}
-
-std::string frames(const std::vector<std::string>& records) {
-  std::string file;
-  for (const auto& record : records) file += frame(record);
-  return file;
-}
-
-// --- an independent protobuf encoder ---------------------------------------------------------
-
-std::string varint(std::uint64_t value) {
-  std::string bytes;
-  while (value >= 0x80) {
-    bytes.push_back(static_cast<char>((value & 0x7fU) | 0x80U));
-    value >>= 7;
-  }
-  bytes.push_back(static_cast<char>(value));
-  return bytes;
-}
-
-std::string tag(std::uint64_t field, std::uint64_t wire) { return varint((field << 3) | wire); }
-
-std::string delimited(std::uint64_t field, const std::string& bytes) {
-  return tag(field, 2) + varint(bytes.size()) + bytes;
-}
-
-std::string float_bytes(float value) {
-  std::string bytes(4, '\0');
-  std::memcpy(bytes.data(), &value, 4);
-  return bytes;
-}
-
-std::string bytes_feature(const std::vector<std::string>& values) {
-  std::string list;
-  for (const auto& value : values) list += delimited(1, value);
-  return delimited(1, list);
-}
-
-std::string float_feature(const std::vector<float>& values, bool packed) {
-  std::string list;
-  if (packed) {
-    std::string payload;
-    for (const float value : values) payload += float_bytes(value);
-    list = delimited(1, payload);
-  } else {
-    for (const float value : values) list += tag(1, 5) + float_bytes(value);
-  }
-  return delimited(2, list);
-}
-
-std::string int64_feature(const std::vector<std::int64_t>& values, bool packed) {
-  std::string list;
-  if (packed) {
-    std::string payload;
-    for (const std::int64_t value : values) payload += varint(static_cast<std::uint64_t>(value));
-    list = delimited(1, payload);
-  } else {
-    for (const std::int64_t value : values) list += tag(1, 0) + varint(static_cast<std::uint64_t>(value));
-  }
-  return delimited(3, list);
-}
-
-/// An Example with the (name, encoded Feature) entries in order.
-std::string example(const std::vector<std::pair<std::string, std::string>>& entries) {
-  std::string features;
-  for (const auto& [name, feature] : entries) features += delimited(1, delimited(1, name) + delimited(2, feature));
-  return delimited(1, features);
-}
+using dpipe::testing::bytes_feature;
+using dpipe::testing::delimited;
+using dpipe::testing::example;
+using dpipe::testing::float_feature;
+using dpipe::testing::frames;
+using dpipe::testing::int64_feature;
+using dpipe::testing::tag;
+using dpipe::testing::varint;
 
 /// An Example holding only "id": [id], packed or not.
 std::string id_example(std::int64_t id, bool packed = true) { return example({{"id", int64_feature({id}, packed)}}); }
