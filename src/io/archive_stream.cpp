@@ -7,6 +7,8 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/io/detail/byte_source.hpp>
 
+#include "io/gzip_source.hpp"
+
 namespace dpipe::io::detail {
 namespace {
 
@@ -15,8 +17,17 @@ constexpr std::size_t kBlock = std::size_t{256} << 10;
 }  // namespace
 
 ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view node, ArchiveFilter filter)
-    : file_(std::move(file)), node_(node), handle_(archive_read_new()), buffer_(kBlock) {
-  if (handle_ == nullptr) throw DataError(node, {.path = file_.path()}, "cannot start libarchive: out of memory");
+    : file_(std::move(file)), node_(node), buffer_(kBlock) {
+  const std::string path = file_.path();
+  if (kind == ArchiveKind::kTar) {
+    pending_ = read_head(file_, buffer_, node);
+    if (starts_as_gzip({buffer_.data(), pending_})) {
+      gunzip_ = std::make_unique<GzipSource>(std::move(file_), std::string_view(buffer_.data(), pending_), node);
+      pending_ = 0;
+    }
+  }
+  handle_ = archive_read_new();
+  if (handle_ == nullptr) throw DataError(node, {.path = path}, "cannot start libarchive: out of memory");
   switch (kind) {
     case ArchiveKind::kCompressedStream:
       archive_read_support_filter_all(handle_);
@@ -36,7 +47,7 @@ ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view
       fail();
     } catch (const SourceFailure& failure) {
       archive_read_free(handle_);
-      throw DataError(node, {.path = file_.path()}, failure.what());
+      throw DataError(node, {.path = path}, failure.what());
     } catch (...) {
       archive_read_free(handle_);
       throw;
@@ -44,7 +55,7 @@ ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view
   }
   if (kind == ArchiveKind::kCompressedStream && archive_filter_code(handle_, 0) != filter.code) {
     archive_read_free(handle_);
-    throw DataError(node, {.path = file_.path()}, fmt::format("not a {} stream", filter.name));
+    throw DataError(node, {.path = path}, fmt::format("not a {} stream", filter.name));
   }
 }
 
@@ -53,7 +64,9 @@ ArchiveStream::~ArchiveStream() { archive_read_free(handle_); }
 ssize_t ArchiveStream::read_callback(archive* /*handle*/, void* self, const void** buffer) {
   auto& stream = *static_cast<ArchiveStream*>(self);
   *buffer = stream.buffer_.data();
+  if (stream.pending_ > 0) return static_cast<ssize_t>(std::exchange(stream.pending_, 0));
   try {
+    if (stream.gunzip_) return static_cast<ssize_t>(stream.gunzip_->read(stream.buffer_.data(), stream.buffer_.size()));
     return static_cast<ssize_t>(stream.file_.read(stream.buffer_.data(), stream.buffer_.size(), stream.node_));
   } catch (...) {  // no exception crosses libarchive's C frames
     stream.file_error_ = std::current_exception();
@@ -91,7 +104,7 @@ bool ArchiveStream::read_block(std::string_view& block, std::uint64_t& offset) {
   la_int64_t at = 0;
   const int status = archive_read_data_block(handle_, &data, &size, &at);
   if (status == ARCHIVE_EOF) return false;
-  if (status < ARCHIVE_WARN) fail();
+  if (status != ARCHIVE_OK) fail();  // a zip member whose CRC32 or size does not match is a mere ARCHIVE_WARN
   block = {static_cast<const char*>(data), size};
   offset = static_cast<std::uint64_t>(at);
   return true;
@@ -101,6 +114,8 @@ std::uint64_t ArchiveStream::header_offset() const noexcept {
   return static_cast<std::uint64_t>(archive_read_header_position(handle_));
 }
 
-bool ArchiveStream::compressed() const noexcept { return archive_filter_code(handle_, 0) != ARCHIVE_FILTER_NONE; }
+bool ArchiveStream::compressed() const noexcept {
+  return gunzip_ != nullptr || archive_filter_code(handle_, 0) != ARCHIVE_FILTER_NONE;
+}
 
 }  // namespace dpipe::io::detail

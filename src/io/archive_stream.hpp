@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
 #include <vector>
 
+#include <dpipe/io/detail/byte_source.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 struct archive;
@@ -37,7 +39,9 @@ struct ArchiveMember {
   bool regular = false;  ///< a file (not a directory, link or device)
 };
 
-/// libarchive over an OpenedFile. read_* failures are detail::SourceFailure with libarchive's
+/// libarchive over an OpenedFile. A gzip-compressed tar is decompressed by GzipSource, which
+/// checks the gzip trailers libarchive's filter ignores; libarchive then reads a plain tar (other
+/// compressors go through libarchive's filters). read_* failures are detail::SourceFailure with libarchive's
 /// reason, or the DataError the file itself raised. Thread-safety: one thread at a time.
 class ArchiveStream {
  public:
@@ -61,19 +65,18 @@ class ArchiveStream {
   /// Whether the stream goes through a decompressor (told from its bytes at the open).
   [[nodiscard]] bool compressed() const noexcept;
 
-  /// The file being read (its offset is how far libarchive has read it).
-  [[nodiscard]] const OpenedFile& file() const noexcept { return file_; }
-
  private:
   static ssize_t read_callback(archive* handle, void* self, const void** buffer);
   /// Throws what the file raised during the last libarchive call, or a SourceFailure with
   /// libarchive's reason.
   [[noreturn]] void fail();
 
-  OpenedFile file_;
+  OpenedFile file_;  // moved into gunzip_ for a gzip-compressed tar
   std::string node_;
+  std::unique_ptr<ByteSource> gunzip_;  // a .tar.gz, decompressed here with its trailers checked
   archive* handle_ = nullptr;
   std::vector<char> buffer_;
+  std::size_t pending_ = 0;  // bytes at the front of buffer_ read before libarchive started
   std::exception_ptr file_error_;
 };
 

@@ -83,41 +83,16 @@ CsvCursor::CsvCursor(CsvRules rules)
     : rules_(rules), unquoted_(stops_at(rules.delimiter, '\n', '\r')), quoted_(stops_at(rules.quotechar, '\n', '\r')) {}
 
 void CsvCursor::start(OpenedFile file) {
-  file_.emplace(std::move(file));
-  begin_ = end_ = 0;
-  at_end_ = false;
+  FileCursor::start(std::move(file));
   lines_skipped_ = false;
-  line_ = 0;
 }
 
-void CsvCursor::close() noexcept {
-  file_.reset();
-  begin_ = end_ = 0;
-  at_end_ = false;
-  lines_skipped_ = false;
-  line_ = 0;
-}
-
-bool CsvCursor::fill(std::string_view node) {
-  if (at_end_) return false;
-  begin_ = end_ = 0;
-  if (buffer_.size() < kBlock) buffer_.resize(kBlock);
-  std::size_t got = 0;
-  try {
-    got = file_->read(buffer_.data(), buffer_.size(), node);
-  } catch (const DataError&) {
-    close();  // a read error: nothing more comes from this file
-    throw;
-  }
-  end_ = got;
-  at_end_ = got == 0;
-  return got > 0;
-}
+bool CsvCursor::fill(std::string_view node) { return read_more(node, kBlock) > 0; }
 
 void CsvCursor::consume_line_end(std::size_t at, std::string_view node) {
   const char ending = buffer_[at];
   begin_ = at + 1;
-  ++line_;
+  ++count_;
   if (ending != '\r') return;
   if (begin_ == end_ && !fill(node)) return;
   if (buffer_[begin_] == '\n') ++begin_;  // "\r\n" is one line end
@@ -153,7 +128,7 @@ bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
   }
   if (fields.capacity() < width_) fields.reserve(width_);
   row_offset_ = next_offset();
-  row_line_ = line_ + 1;
+  row_line_ = count_ + 1;
   const char delimiter = rules_.delimiter;
   const char quote = rules_.quotechar;
   RowBuilder row(fields);
@@ -223,7 +198,7 @@ bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
             break;
           }
           // A line end inside the quotes belongs to the field; "\r\n" counts as one line.
-          if (*at == '\r' || !after_cr) ++line_;
+          if (*at == '\r' || !after_cr) ++count_;
           after_cr = *at == '\r';
           row.append(*at);
           ++at;
@@ -269,23 +244,9 @@ bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
   return true;
 }
 
-void CsvCursor::save(StateWriter& writer) const {
-  CsvPosition position;
-  if (reading()) position = {true, file_->origin(), next_offset(), line_};
-  writer.write("position", position);
-}
-
 void CsvCursor::load(const StateReader& reader, std::string_view node) {
-  close();
-  const auto position = reader.read<CsvPosition>("position");
-  if (!position.reading) return;
-  try {
-    start(OpenedFile::reopen(position.origin, position.offset, node));
-  } catch (const DataError& error) {
-    DPIPE_THROW(StateError, "{}: cannot continue the file the checkpoint was reading: {}", node, error.what());
-  }
-  line_ = position.line;
-  lines_skipped_ = true;  // a checkpoint is taken between rows, after the skipped lines
+  // A checkpoint is taken between rows, after the skipped lines.
+  lines_skipped_ = FileCursor::load(reader, node);
 }
 
 }  // namespace dpipe::io::detail

@@ -1,13 +1,16 @@
 #include <archive.h>
 #include <array>
 #include <charconv>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/io/decompress.hpp>
 #include <dpipe/io/detail/byte_source.hpp>
 
 #include "io/archive_stream.hpp"
+#include "io/gzip_source.hpp"
 #include "io/stream_origins.hpp"
 
 namespace dpipe::io {
@@ -33,19 +36,14 @@ const FormatInfo* info_of(Compression format) noexcept {
   return nullptr;
 }
 
-/// The decompressed bytes of one stream, with a limit on how many there may be.
-class DecompressedSource final : public detail::ByteSource {
+/// The bytes of another source, refused beyond a limit (a decompression bomb).
+class LimitedSource final : public detail::ByteSource {
  public:
-  DecompressedSource(OpenedFile file, const FormatInfo& info, std::uint64_t max_bytes, std::string_view node)
-      : stream_(std::move(file), detail::ArchiveKind::kCompressedStream, node, {info.filter, info.name}),
-        max_bytes_(max_bytes) {
-    detail::ArchiveMember member;
-    if (!stream_.next_member(member)) at_end_ = true;  // an empty stream
-  }
+  LimitedSource(std::unique_ptr<detail::ByteSource> inner, std::uint64_t max_bytes)
+      : inner_(std::move(inner)), max_bytes_(max_bytes) {}
 
   std::size_t read(char* data, std::size_t size) override {
-    if (at_end_) return 0;
-    const std::size_t got = stream_.read(data, size);
+    const std::size_t got = inner_->read(data, size);
     produced_ += got;
     if (max_bytes_ != 0 && produced_ > max_bytes_)
       throw detail::SourceFailure(fmt::format("decompresses to more than max_bytes ({}) bytes", max_bytes_));
@@ -53,11 +51,37 @@ class DecompressedSource final : public detail::ByteSource {
   }
 
  private:
-  detail::ArchiveStream stream_;
+  std::unique_ptr<detail::ByteSource> inner_;
   std::uint64_t max_bytes_;
   std::uint64_t produced_ = 0;
+};
+
+/// One stream through one of libarchive's filters (all formats but gzip).
+class FilteredSource final : public detail::ByteSource {
+ public:
+  FilteredSource(OpenedFile file, const FormatInfo& info, std::string_view node)
+      : stream_(std::move(file), detail::ArchiveKind::kCompressedStream, node, {info.filter, info.name}) {
+    detail::ArchiveMember member;
+    if (!stream_.next_member(member)) at_end_ = true;  // an empty stream
+  }
+
+  std::size_t read(char* data, std::size_t size) override { return at_end_ ? 0 : stream_.read(data, size); }
+
+ private:
+  detail::ArchiveStream stream_;
   bool at_end_ = false;
 };
+
+/// The decompressor of `file` in `format`; DataError naming `node` when the file does not start as
+/// `format` says.
+std::unique_ptr<detail::ByteSource> decompressor(OpenedFile file, const FormatInfo& info, std::string_view node) {
+  if (info.format != Compression::kGzip) return std::make_unique<FilteredSource>(std::move(file), info, node);
+  std::vector<char> head(std::size_t{64} << 10);
+  head.resize(detail::read_head(file, head, node));
+  if (!detail::starts_as_gzip({head.data(), head.size()}))
+    throw DataError(node, {.path = file.path()}, "not a gzip stream");
+  return std::make_unique<detail::GzipSource>(std::move(file), std::string_view(head.data(), head.size()), node);
+}
 
 }  // namespace
 
@@ -93,7 +117,7 @@ OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t 
   const auto& info = *info_of(format);
   std::string path = file.path();
   std::string origin = fmt::format("{}[{}]:{}", info.name, max_bytes, file.origin());
-  auto source = std::make_unique<DecompressedSource>(std::move(file), info, max_bytes, node);
+  auto source = std::make_unique<LimitedSource>(decompressor(std::move(file), info, node), max_bytes);
   return {std::move(path), std::move(origin), std::move(source)};
 }
 
@@ -117,32 +141,13 @@ std::optional<OpenedFile> reopen_decompressed(const std::string& origin, std::st
 
 }  // namespace detail
 
-Decompressor::Decompressor(const IterPipe<OpenedFile>& files, DecompressOptions options)
-    : IterDataPipe<OpenedFile>(std::string(kName)),
-      files_(files.ptr()),
-      options_(options),
-      skipper_(options.on_error) {}
-
 NodeSettings Decompressor::settings() const {
   return {{"format", std::string(compression_name(options_.format))},
           {"max_bytes", std::to_string(options_.max_bytes)}};
 }
 
-void Decompressor::reset_impl() {
-  skipper_.reset();
-  files_.reset();
-}
-
-std::optional<OpenedFile> Decompressor::next_impl() {
-  while (auto file = files_.next()) {
-    try {
-      return open_decompressed(std::move(*file), options_.format, options_.max_bytes, label());
-    } catch (const DataError& error) {
-      skipper_.skip_bad_data(error);
-      count_skipped();
-    }
-  }
-  return std::nullopt;
+OpenedFile Decompressor::make(OpenedFile file) {
+  return open_decompressed(std::move(file), options_.format, options_.max_bytes, label());
 }
 
 }  // namespace dpipe::io

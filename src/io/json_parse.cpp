@@ -3,7 +3,6 @@
 // arrays and objects reserved to their sizes.
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <memory>
 #include <simdjson.h>
@@ -19,44 +18,8 @@ constexpr std::size_t kBlock = std::size_t{64} << 10;
 /// A parser or a buffer grown beyond this by one document is released after it.
 constexpr std::size_t kKeptCapacity = std::size_t{16} << 20;
 
-/// simdjson's error codes by name, in the order of simdjson::error_code.
-constexpr std::array<std::string_view, simdjson::NUM_ERROR_CODES> kErrorNames{
-    "SUCCESS",
-    "CAPACITY",
-    "MEMALLOC",
-    "TAPE_ERROR",
-    "DEPTH_ERROR",
-    "STRING_ERROR",
-    "T_ATOM_ERROR",
-    "F_ATOM_ERROR",
-    "N_ATOM_ERROR",
-    "NUMBER_ERROR",
-    "UTF8_ERROR",
-    "UNINITIALIZED",
-    "EMPTY",
-    "UNESCAPED_CHARS",
-    "UNCLOSED_STRING",
-    "UNSUPPORTED_ARCHITECTURE",
-    "INCORRECT_TYPE",
-    "NUMBER_OUT_OF_RANGE",
-    "INDEX_OUT_OF_BOUNDS",
-    "NO_SUCH_FIELD",
-    "IO_ERROR",
-    "INVALID_JSON_POINTER",
-    "INVALID_URI_FRAGMENT",
-    "UNEXPECTED_ERROR",
-    "PARSER_IN_USE",
-    "OUT_OF_ORDER_ITERATION",
-    "INSUFFICIENT_PADDING",
-    "INCOMPLETE_ARRAY_OR_OBJECT",
-    "SCALAR_DOCUMENT_AS_VALUE",
-    "OUT_OF_BOUNDS",
-    "TRAILING_CONTENT",
-};
-
 std::string invalid_reason(simdjson::error_code error) {
-  return fmt::format("not valid JSON: {}: {}", kErrorNames[static_cast<std::size_t>(error)],
-                     simdjson::error_message(error));
+  return fmt::format("not valid JSON: {}", simdjson::error_message(error));
 }
 
 /// Builds Json values from a parsed document's tape (simdjson's documented DOM layout: one 64-bit
@@ -225,16 +188,12 @@ Json Json::parse(std::string_view text) {
 }
 
 JsonFilesParser::JsonFilesParser(const IterPipe<OpenedFile>& files, ParseJsonFilesOptions options)
-    : IterDataPipe<PathJson>(std::string(kName)), files_(files.ptr()), options_(options), skipper_(options.on_error) {
+    : EachInput(kName, files, options.on_error), options_(options) {
   if (options.max_file_bytes == 0) DPIPE_THROW(InvalidArgument, "parse_json_files: max_file_bytes must be > 0");
 }
 
 JsonFilesParser::JsonFilesParser(const JsonFilesParser& other)
-    : IterDataPipe<PathJson>(other),
-      files_(other.files_),
-      options_(other.options_),
-      skipper_(other.skipper_),
-      decoder_(other.decoder_) {}
+    : EachInput(other), options_(other.options_), decoder_(other.decoder_) {}
 
 JsonFilesParser::~JsonFilesParser() = default;
 
@@ -246,11 +205,6 @@ bool JsonFilesParser::save_state(StateWriter& writer) const {
 }
 
 void JsonFilesParser::load_state(const StateReader& reader) { skipper_.load(reader); }
-
-void JsonFilesParser::reset_impl() {
-  skipper_.reset();
-  files_.reset();
-}
 
 void JsonFilesParser::read_all(OpenedFile& file) {
   size_ = 0;
@@ -271,28 +225,20 @@ void JsonFilesParser::read_all(OpenedFile& file) {
   }
 }
 
-std::optional<PathJson> JsonFilesParser::next_impl() {
-  while (auto file = files_.next()) {
-    try {
-      read_all(*file);
-      auto result = detail::JsonDecoder::Result::kValue;
-      Json value = decoder_.decode_padded(text_.get(), size_, result);
-      if (capacity_ > kKeptCapacity) {  // a large file: its buffer does not stay
-        text_.reset();
-        capacity_ = size_ = 0;
-      }
-      if (result != detail::JsonDecoder::Result::kValue) {
-        throw DataError(
-            label(), {.path = file->path()},
-            result == detail::JsonDecoder::Result::kBlank ? invalid_reason(simdjson::EMPTY) : decoder_.reason());
-      }
-      return PathJson{file->path(), std::move(value)};
-    } catch (const DataError& error) {
-      skipper_.skip_bad_data(error);
-      count_skipped();
-    }
+PathJson JsonFilesParser::make(OpenedFile file) {
+  read_all(file);
+  auto result = detail::JsonDecoder::Result::kValue;
+  Json value = decoder_.decode_padded(text_.get(), size_, result);
+  if (capacity_ > kKeptCapacity) {  // a large file: its buffer does not stay
+    text_.reset();
+    capacity_ = size_ = 0;
   }
-  return std::nullopt;
+  if (result != detail::JsonDecoder::Result::kValue) {
+    throw DataError(
+        label(), {.path = file.path()},
+        result == detail::JsonDecoder::Result::kBlank ? invalid_reason(simdjson::EMPTY) : decoder_.reason());
+  }
+  return PathJson{file.path(), std::move(value)};
 }
 
 }  // namespace dpipe::io

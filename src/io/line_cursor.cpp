@@ -1,6 +1,4 @@
-#include <algorithm>
 #include <cstring>
-#include <utility>
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
@@ -12,39 +10,7 @@ constexpr std::size_t kBlock = std::size_t{64} << 10;
 
 }  // namespace
 
-void LineCursor::start(OpenedFile file) {
-  file_.emplace(std::move(file));
-  begin_ = end_ = 0;
-  at_end_ = false;
-  line_ = 0;
-}
-
-void LineCursor::close() noexcept {
-  file_.reset();
-  begin_ = end_ = 0;
-  at_end_ = false;
-  line_ = 0;
-}
-
-bool LineCursor::fill(std::string_view node) {
-  if (at_end_) return false;
-  if (begin_ > 0) {  // keep the unfinished line at the front
-    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
-    end_ -= begin_;
-    begin_ = 0;
-  }
-  if (buffer_.size() - end_ < kBlock) buffer_.resize(std::max(buffer_.size() * 2, end_ + kBlock));
-  std::size_t got = 0;
-  try {
-    got = file_->read(buffer_.data() + end_, buffer_.size() - end_, node);
-  } catch (const DataError&) {
-    close();  // a read error: nothing more comes from this file
-    throw;
-  }
-  end_ += got;
-  at_end_ = got == 0;
-  return got > 0;
-}
+bool LineCursor::fill(std::string_view node) { return read_more(node, kBlock) > 0; }
 
 std::optional<std::pair<std::size_t, bool>> LineCursor::find_line(std::string_view node) {
   std::size_t searched = 0;  // bytes of the line known to hold no '\n'
@@ -64,7 +30,7 @@ std::optional<std::pair<std::size_t, bool>> LineCursor::find_line(std::string_vi
 }
 
 void LineCursor::reject_long_line(std::uint64_t offset, std::string_view node) {
-  const std::uint64_t number = line_ + 1;
+  const std::uint64_t number = count_ + 1;
   // Moves past the line: through its '\n', or to the end of the file.
   for (;;) {
     const auto* newline =
@@ -76,7 +42,7 @@ void LineCursor::reject_long_line(std::uint64_t offset, std::string_view node) {
     begin_ = end_;
     if (!fill(node)) break;
   }
-  ++line_;
+  ++count_;
   throw DataError(node, {.path = file_->path(), .line = number, .byte_offset = offset},
                   fmt::format("the line is longer than max_line_bytes ({})", rules_.max_line_bytes));
 }
@@ -93,7 +59,7 @@ bool LineCursor::next(std::string& line, std::string_view node) {
     const char* text = buffer_.data() + begin_;
     line_offset_ = next_offset();
     begin_ += length + (ended ? 1 : 0);
-    if (++line_ <= rules_.skip_lines) continue;
+    if (++count_ <= rules_.skip_lines) continue;
     // Python's text mode ends a line at "\n" or "\r\n" and hands "\n" over.
     std::size_t kept = length;
     if (ended && kept > 0 && text[kept - 1] == '\r') --kept;
@@ -101,28 +67,6 @@ bool LineCursor::next(std::string& line, std::string_view node) {
     if (ended && !rules_.strip_newline) line.push_back('\n');
     return true;
   }
-}
-
-void LineCursor::save(StateWriter& writer) const {
-  writer.write("reading", reading());
-  writer.write("file", reading() ? file_->origin() : std::string());
-  writer.write("offset", reading() ? next_offset() : std::uint64_t{0});
-  writer.write("line", line_);
-}
-
-void LineCursor::load(const StateReader& reader, std::string_view node) {
-  close();
-  const auto reading = reader.read<bool>("reading");
-  const auto origin = reader.read<std::string>("file");
-  const auto offset = reader.read<std::uint64_t>("offset");
-  const auto line = reader.read<std::uint64_t>("line");
-  if (!reading) return;
-  try {
-    start(OpenedFile::reopen(origin, offset, node));
-  } catch (const DataError& error) {
-    DPIPE_THROW(StateError, "{}: cannot continue the file the checkpoint was reading: {}", node, error.what());
-  }
-  line_ = line;
 }
 
 }  // namespace dpipe::io::detail

@@ -19,10 +19,7 @@ OpenedFile open_http(const std::string& url, const HttpOptions& options, std::st
 }
 
 HttpReader::HttpReader(const IterPipe<std::string>& urls, HttpOptions options)
-    : IterDataPipe<OpenedFile>(std::string(kName)),
-      urls_(urls.ptr()),
-      options_(std::move(options)),
-      skipper_(options_.on_error) {
+    : EachInput(kName, urls, options.on_error), options_(std::move(options)) {
   if (options_.connect_timeout.count() < 0 || options_.timeout.count() < 0 || options_.retry_delay.count() < 0)
     DPIPE_THROW(InvalidArgument, "read_from_http: connect_timeout, timeout and retry_delay must not be negative");
 }
@@ -39,23 +36,6 @@ NodeSettings HttpReader::settings() const {
           {"retry_delay_ms", std::to_string(options_.retry_delay.count())},
           {"max_bytes", std::to_string(options_.max_bytes)},
           {"headers", header_names}};
-}
-
-void HttpReader::reset_impl() {
-  skipper_.reset();
-  urls_.reset();
-}
-
-std::optional<OpenedFile> HttpReader::next_impl() {
-  while (auto url = urls_.next()) {
-    try {
-      return open_http(*url, options_, label());
-    } catch (const DataError& error) {
-      skipper_.skip_bad_data(error);
-      count_skipped();
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace dpipe::io

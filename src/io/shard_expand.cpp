@@ -61,9 +61,14 @@ std::vector<std::string> expand_shards(std::string_view pattern) {
   if (low >= high) DPIPE_THROW(InvalidArgument, "shard_expand: bad range in in shard spec {}.", pattern);
   const auto prefix = pattern.substr(0, range->begin);
   const auto rests = expand_shards(pattern.substr(range->end));
+  // high - low < kMaxShardNames before the + 1, so neither the count nor the product can wrap.
+  if (high - low >= kMaxShardNames || (high - low + 1) * rests.size() > kMaxShardNames)
+    DPIPE_THROW(InvalidArgument, "shard_expand: shard spec {} names more than {} shards", pattern, kMaxShardNames);
+  const auto count = high - low + 1;
   std::vector<std::string> paths;
-  paths.reserve(static_cast<std::size_t>(high - low + 1) * rests.size());
-  for (auto i = low; i <= high; ++i) {
+  paths.reserve(static_cast<std::size_t>(count * rests.size()));
+  for (std::uint64_t step = 0; step < count; ++step) {
+    const auto i = low + step;
     const auto digits = padded ? fmt::format("{:0>{}}", i, range->high.size()) : fmt::format("{}", i);
     for (const auto& rest : rests) paths.push_back(fmt::format("{}{}{}", prefix, digits, rest));
   }

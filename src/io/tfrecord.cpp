@@ -258,46 +258,26 @@ std::optional<std::string> decode_example(std::string_view bytes, TFExample& exa
 // --- framing --------------------------------------------------------------------------------
 
 void RecordCursor::start(OpenedFile file) {
-  file_.emplace(std::move(file));
-  begin_ = end_ = 0;
-  record_ = 0;
+  FileCursor::start(std::move(file));
   at_offset_ = file_->offset();
 }
 
 void RecordCursor::close() noexcept {
-  file_.reset();
-  begin_ = end_ = 0;
-  record_ = 0;
+  FileCursor::close();
   scratch_ = std::string();
 }
 
-std::size_t RecordCursor::read_file(char* data, std::size_t size, std::string_view node) {
-  try {
-    return file_->read(data, size, node);
-  } catch (const DataError&) {
-    close();  // a read error: nothing more comes from this file
-    throw;
-  }
-}
-
 bool RecordCursor::ensure(std::size_t count, std::string_view node) {
-  if (buffer_.size() != kBuffer) buffer_.resize(kBuffer);
+  if (buffer_.size() < kBuffer) buffer_.resize(kBuffer);
   while (end_ - begin_ < count) {
-    if (buffer_.size() - end_ < kBlock) {  // keep the unfinished record at the front
-      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
-      end_ -= begin_;
-      begin_ = 0;
-    }
-    const std::size_t got = read_file(buffer_.data() + end_, buffer_.size() - end_, node);
-    if (got == 0) return false;
-    end_ += got;
+    if (read_more(node, kBlock) == 0) return false;
   }
   return true;
 }
 
 DataError RecordCursor::record_error(std::string_view reason, std::string_view node) const {
   return DataError(node, {.path = file_->path(), .byte_offset = at_offset_},
-                   fmt::format("record {}: {}", record_, reason));
+                   fmt::format("record {}: {}", count_, reason));
 }
 
 DataError RecordCursor::framing_error(std::string_view reason, std::string_view node) {
@@ -308,7 +288,7 @@ DataError RecordCursor::framing_error(std::string_view reason, std::string_view 
 
 bool RecordCursor::next(std::string_view& record, std::string* owned, std::string_view node) {
   at_offset_ = next_offset();
-  ++record_;
+  ++count_;
   if (!ensure(kHeader, node)) {
     if (end_ == begin_) {
       close();
@@ -355,7 +335,7 @@ bool RecordCursor::next(std::string_view& record, std::string* owned, std::strin
     if (have > 0) std::memcpy(target.data(), buffer_.data() + begin_, have);
     begin_ += have;
     while (have < size) {
-      const std::size_t got = read_file(target.data() + have, size - have, node);
+      const std::size_t got = read_direct(target.data() + have, size - have, node);
       if (got == 0) throw truncated(have);
       have += got;
     }
@@ -371,28 +351,6 @@ bool RecordCursor::next(std::string_view& record, std::string* owned, std::strin
           fmt::format("the data's CRC does not match (stored {:#010x}, computed {:#010x})", stored, computed), node);
   }
   return true;
-}
-
-void RecordCursor::save(StateWriter& writer) const {
-  writer.write("reading", reading());
-  writer.write("file", reading() ? file_->origin() : std::string());
-  writer.write("offset", reading() ? next_offset() : std::uint64_t{0});
-  writer.write("record", record_);
-}
-
-void RecordCursor::load(const StateReader& reader, std::string_view node) {
-  close();
-  const auto reading = reader.read<bool>("reading");
-  const auto origin = reader.read<std::string>("file");
-  const auto offset = reader.read<std::uint64_t>("offset");
-  const auto record = reader.read<std::uint64_t>("record");
-  if (!reading) return;
-  try {
-    start(OpenedFile::reopen(origin, offset, node));
-  } catch (const DataError& error) {
-    DPIPE_THROW(StateError, "{}: cannot continue the file the checkpoint was reading: {}", node, error.what());
-  }
-  record_ = record;
 }
 
 }  // namespace dpipe::io::detail

@@ -4,8 +4,10 @@
 // messages; members over the size limit; checkpoints inside plain and compressed archives.
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,8 @@
 
 #include "support/archive_writer.hpp"
 #include "support/battery.hpp"
+#include "support/data_error.hpp"
+#include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/temp_dir.hpp"
 
@@ -29,17 +33,7 @@ using dpipe::testing::TempDir;
 /// Cuts `path` to its first `size` bytes.
 void truncate_to(const std::string& path, std::uintmax_t size) { fs::resize_file(path, size); }
 
-/// The message of the DataError `run` throws.
-template <class Run>
-std::string data_error_of(Run run) {
-  try {
-    run();
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  FAIL("no DataError");
-  return {};
-}
+using dpipe::testing::data_error_of;
 
 }  // namespace
 
@@ -58,6 +52,15 @@ TEST_CASE("shard_expand expands brace ranges as torchdata does", "[io]") {
   CHECK_THROWS_WITH(expand_shards("{01..100}"),
                     "shard_expand: low bound must not start with 0 if low bound is shorter");
   CHECK_THROWS_AS(expand_shards("{1..99999999999999999999999}"), dpipe::InvalidArgument);
+  // The widest range a uint64_t holds: its count wraps to 0 and its loop would never end.
+  CHECK_THROWS_WITH(expand_shards("s-{0..18446744073709551615}.tar"),
+                    "shard_expand: shard spec s-{0..18446744073709551615}.tar names more than 1000000 shards");
+  CHECK_THROWS_WITH(expand_shards("{1..1000001}"),
+                    "shard_expand: shard spec {1..1000001} names more than 1000000 shards");
+  CHECK_THROWS_WITH(expand_shards("{1..1000}-{1..1001}"),
+                    "shard_expand: shard spec {1..1000}-{1..1001} names more than 1000000 shards");
+  CHECK(expand_shards("{1..1000000}").size() == 1'000'000);
+  CHECK(expand_shards("{1..1000}-{1..1000}").back() == "1000-1000");
 
   dpipe::testing::check_battery(
       [] {
@@ -121,7 +124,8 @@ TEST_CASE("decompress refuses what is not its format and reports a corrupt strea
            dpipe::io::decompress(options) | dpipe::io::readlines({}, dpipe::io::lines_only);
   };
   const auto message = data_error_of([&] { (void)dpipe::testing::collect(readlines_of(cut, {})); });
-  CHECK_THAT(message, Catch::Matches("readlines#[0-9]+: '" + cut + "' byte offset [0-9]+: truncated gzip input"));
+  CHECK_THAT(message, Catch::Matches("readlines#[0-9]+: '" + cut +
+                                     "' byte offset [0-9]+: truncated gzip stream: it ends inside a member"));
 
   SECTION("max_bytes stops a file that decompresses to more") {
     const std::string bomb = dir / "bomb.gz";
@@ -293,4 +297,288 @@ TEST_CASE("webdataset groups members by key into samples", "[io]") {
   CHECK(dpipe::io::webdataset_split("a.tar/dir.v2/x.seg.png") ==
         std::pair<std::string, std::string>{"a.tar/dir.v2/x", ".seg.png"});
   CHECK(dpipe::io::webdataset_split("a\\b") == std::pair<std::string, std::string>{"a/b", ""});
+}
+
+namespace {
+
+/// Flips the bits of the byte at `offset` of `path` (from its end when negative).
+void flip_byte(const std::string& path, std::int64_t offset) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  const auto size = static_cast<std::int64_t>(fs::file_size(path));
+  const auto at = offset < 0 ? size + offset : offset;
+  file.seekg(at);
+  const char byte = static_cast<char>(file.get());
+  file.seekp(at);
+  file.put(static_cast<char>(~byte));
+}
+
+/// `size` bytes no compressor shrinks, the same for the same seed.
+std::string noise(std::size_t size, std::uint32_t seed) {
+  std::minstd_rand random(seed);
+  std::string bytes(size, '\0');
+  for (auto& byte : bytes) byte = static_cast<char>(random() & 0xff);
+  return bytes;
+}
+
+/// The offset of the header of the second block of the zstd frame in `path` (RFC 8878 §3.1.1).
+std::int64_t second_zstd_block(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto byte = [&](std::size_t at) { return static_cast<unsigned>(static_cast<unsigned char>(bytes.at(at))); };
+  const unsigned descriptor = byte(4);
+  const bool single_segment = (descriptor & 0x20U) != 0;
+  const std::size_t dictionary_bytes = std::array<std::size_t, 4>{0, 1, 2, 4}[descriptor & 3U];
+  const std::size_t size_flag = descriptor >> 6U;
+  const std::size_t content_size_bytes = size_flag == 0 ? (single_segment ? 1 : 0) : std::size_t{1} << size_flag;
+  const std::size_t first = 5 + (single_segment ? 0 : 1) + dictionary_bytes + content_size_bytes;
+  const unsigned header = byte(first) | (byte(first + 1) << 8U) | (byte(first + 2) << 16U);
+  const unsigned type = (header >> 1U) & 3U;
+  const std::size_t size = header >> 3U;
+  REQUIRE((header & 1U) == 0);                                           // not the last block
+  return static_cast<std::int64_t>(first + 3 + (type == 1 ? 1 : size));  // an RLE block holds one byte
+}
+
+/// The bytes of `path`.
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("decompress checks the gzip trailer and reads concatenated members", "[io]") {
+  TempDir dir;
+  const auto lines_of = [](const std::string& path, dpipe::OnError on_error = {}) {
+    return dpipe::iter::from(std::vector<std::string>{path}) | dpipe::io::open_files() | dpipe::io::decompress() |
+           dpipe::io::readlines({.on_error = on_error}, dpipe::io::lines_only);
+  };
+  const std::string crc = dir / "crc.gz";
+  dpipe::testing::write_compressed(crc, "gzip", "first\nsecond\n");
+  flip_byte(crc, -8);  // the trailer's CRC32: the deflate data still inflates
+  CHECK_THAT(
+      data_error_of(lines_of(crc)),
+      Catch::Matches("readlines#[0-9]+: '" + crc + "' byte offset 0: corrupt gzip stream: incorrect data check"));
+  const std::string size = dir / "size.gz";
+  dpipe::testing::write_compressed(size, "gzip", "first\nsecond\n");
+  flip_byte(size, -1);  // the trailer's ISIZE
+  CHECK_THAT(
+      data_error_of(lines_of(size)),
+      Catch::Matches("readlines#[0-9]+: '" + size + "' byte offset 0: corrupt gzip stream: incorrect length check"));
+
+  SECTION("a flipped byte inside the compressed data of a long stream") {
+    std::string text;
+    for (int line = 0; line < 50000; ++line) text += "line " + std::to_string(line * 7919 % 100003) + "\n";
+    const std::string flipped = dir / "flipped.gz";
+    dpipe::testing::write_compressed(flipped, "gzip", text);
+    flip_byte(flipped, static_cast<std::int64_t>(fs::file_size(flipped) / 2));
+    CHECK_THAT(data_error_of(lines_of(flipped)),
+               Catch::Matches("readlines#[0-9]+: '" + flipped + "' byte offset [0-9]+: corrupt gzip stream: .*"));
+  }
+  SECTION("concatenated members and zero padding read as one stream, as gzip -d reads them") {
+    const std::string a = dir / "a.gz";
+    const std::string b = dir / "b.gz";
+    dpipe::testing::write_compressed(a, "gzip", "a1\na2\n");
+    dpipe::testing::write_compressed(b, "gzip", "b1\n");
+    const std::string joined = dir.write("joined.gz", bytes_of(a) + bytes_of(b) + std::string(10, '\0'));
+    CHECK(dpipe::testing::collect(lines_of(joined)) == std::vector<std::string>{"a1", "a2", "b1"});
+    const std::string trailing = dir.write("trailing.gz", bytes_of(a) + "junk");
+    CHECK_THAT(data_error_of(lines_of(trailing)),
+               Catch::Matches("readlines#[0-9]+: '" + trailing +
+                              "' byte offset 6: corrupt gzip stream: incorrect header check"));
+  }
+  SECTION("with OnError::skip readlines loses the corrupt file's rest, and decompress skips what is not gzip") {
+    const std::string good = dir / "good.gz";
+    dpipe::testing::write_compressed(good, "gzip", "g1\ng2\n");
+    const std::string plain = dir.write("plain.gz", "not compressed\n");
+    const auto pipe = dpipe::iter::from(std::vector<std::string>{crc, plain, good}) | dpipe::io::open_files() |
+                      dpipe::io::decompress({.on_error = dpipe::OnError::skip()});
+    const auto lines = pipe | dpipe::io::readlines({.on_error = dpipe::OnError::skip()}, dpipe::io::lines_only);
+    CHECK(dpipe::testing::collect(lines) == std::vector<std::string>{"g1", "g2"});
+    CHECK(dynamic_cast<const dpipe::io::Decompressor&>(*pipe.ptr()).skipped() == 1);
+    CHECK(dynamic_cast<const dpipe::io::LineReader<std::string>&>(*lines.ptr()).skipped() == 1);
+  }
+}
+
+TEST_CASE("decompress reports corrupt bz2 xz and zstd streams at the decompressed offset", "[io]") {
+  TempDir dir;
+  std::string text;
+  for (int line = 0; line < 50000; ++line) text += "line " + std::to_string(line * 7919 % 100003) + "\n";
+  for (const auto& [filter, extension, reason] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"bzip2", ".bz2", "bzip decompression failed"},
+           {"xz", ".xz", "Lzma library error: Corrupted input data"},
+           {"zstd", ".zst", "Zstd decompression failed: Unknown frame descriptor"}}) {
+    INFO(filter);
+    const std::string path = dir / ("corrupt" + extension);
+    dpipe::testing::write_compressed(path, filter, text);
+    // bz2 and xz check every block's CRC. libarchive writes zstd frames without a content
+    // checksum, so a flip inside their data may pass: this one makes the second block's type
+    // the reserved one.
+    flip_byte(path, filter == "zstd" ? second_zstd_block(path) : static_cast<std::int64_t>(fs::file_size(path) / 2));
+    const auto lines = dpipe::iter::from(std::vector<std::string>{path}) | dpipe::io::open_files() |
+                       dpipe::io::decompress() | dpipe::io::readlines({}, dpipe::io::lines_only);
+    CHECK_THAT(data_error_of(lines), Catch::Matches("readlines#[0-9]+: '" + path + "' byte offset [0-9]+: " + reason));
+  }
+}
+
+TEST_CASE("load_from_tar checks the trailer of a gzip-compressed tar", "[io]") {
+  TempDir dir;
+  const std::string tgz = dir / "set.tar.gz";
+  dpipe::testing::write_archive(tgz, "ustar", "gzip", {{"a", "alpha"}, {"b", noise(1 << 20, 1)}});
+  flip_byte(tgz, -8);  // the CRC32 of the trailer: every byte inflates as written
+  const auto members =
+      dpipe::iter::from(std::vector<std::string>{tgz}) | dpipe::io::open_files() | dpipe::io::load_from_tar();
+  // The stream's end (and its trailer) is reached while the last member's bytes are read.
+  CHECK_THAT(data_error_of(members), Catch::Matches("load_from_tar#[0-9]+: '" + tgz +
+                                                    "' member 'b' byte offset 1024: corrupt gzip stream: "
+                                                    "incorrect data check"));
+  SECTION("a small .tar.gz is read whole when it opens: its error names no member") {
+    const std::string small = dir / "small.tar.gz";
+    dpipe::testing::write_archive(small, "ustar", "gzip", {{"a", "alpha"}});
+    flip_byte(small, -8);
+    CHECK_THAT(data_error_of(dpipe::iter::from(std::vector<std::string>{small}) | dpipe::io::open_files() |
+                             dpipe::io::load_from_tar()),
+               Catch::Matches("load_from_tar#[0-9]+: '" + small + "': corrupt gzip stream: incorrect data check"));
+  }
+  const std::string cut = dir / "cut.tar.gz";
+  std::string big;
+  for (int line = 0; line < 20000; ++line) big += std::to_string(line * 7919 % 100003) + "\n";
+  dpipe::testing::write_archive(cut, "ustar", "gzip", {{"small", "s"}, {"big", big}});
+  truncate_to(cut, fs::file_size(cut) / 2);
+  CHECK_THAT(data_error_of(dpipe::iter::from(std::vector<std::string>{cut}) | dpipe::io::open_files() |
+                           dpipe::io::load_from_tar()),
+             Catch::Matches("load_from_tar#[0-9]+: '" + cut +
+                            "' member 'big' byte offset 1024: truncated gzip stream: it ends inside a member"));
+}
+
+TEST_CASE("load_from_zip reports truncated corrupt and oversized members and skips only them", "[io]") {
+  TempDir dir;
+  const std::string zip = dir / "set.zip";
+  // Noise: the deflated members are as long as the plain ones, so the offsets below fall in them.
+  dpipe::testing::write_archive(zip, "zip", "none", {{"a.txt", noise(3000, 1)}, {"big", noise(9000, 2)}, {"c", "c"}});
+  const auto bytes = bytes_of(zip);
+  const std::string local_header("PK\3\4", 4);
+  const auto big_header = bytes.find(local_header, 1);
+  const auto members = [&](std::vector<std::string> paths, dpipe::OnError on_error = {}) {
+    return dpipe::iter::from(std::move(paths)) | dpipe::io::open_files() |
+           dpipe::io::load_from_zip({.max_member_bytes = 8192, .on_error = on_error});
+  };
+  CHECK_THAT(
+      data_error_of(members({zip})),
+      Catch::Matches("load_from_zip#[0-9]+: '" + zip + "' member 'big' byte offset " + std::to_string(big_header) +
+                     ": the member has 9000 bytes, more than max_member_bytes \\(8192\\)"));
+  const std::string good = dir / "good.zip";
+  dpipe::testing::write_archive(good, "zip", "none", {{"g", "good"}});
+  const auto skipping = members({zip, good}, dpipe::OnError::skip());
+  std::vector<std::string> names;
+  for (auto& [path, member] : dpipe::testing::collect(skipping)) names.push_back(fs::path(path).filename().string());
+  CHECK(names == std::vector<std::string>{"a.txt", "c", "g"});  // the member alone is skipped
+  CHECK(dynamic_cast<const dpipe::io::ArchiveLoader&>(*skipping.ptr()).skipped() == 1);
+
+  SECTION("a truncated zip") {
+    truncate_to(zip, 1500);  // inside the data of a.txt
+    CHECK_THAT(data_error_of(members({zip})),
+               Catch::Matches("load_from_zip#[0-9]+: '" + zip +
+                              "' member 'a.txt' byte offset 0: ZIP decompression failed \\(-5\\)"));
+  }
+  SECTION("a flipped byte in a member") {
+    flip_byte(zip, 1000);  // inside the data of a.txt: its CRC32 no longer matches
+    CHECK_THAT(data_error_of(members({zip})),
+               Catch::Matches("load_from_zip#[0-9]+: '" + zip + "' member 'a.txt' byte offset 0: ZIP bad CRC: .*"));
+  }
+}
+
+TEST_CASE("load_from_zip and load_from_tar restore at the saved member's header without reading what is before it",
+          "[io]") {
+  TempDir dir;
+  for (const auto& [format, name] :
+       std::vector<std::pair<std::string, std::string>>{{"zip", "set.zip"}, {"ustar", "set.tar"}}) {
+    INFO(format);
+    const std::string path = dir / name;
+    dpipe::testing::write_archive(path, format, "none",
+                                  {{"a", noise(4000, 3)}, {"b", "beta"}, {"c", "gamma"}, {"d", "delta"}});
+    const auto make = [&] {
+      const auto files = dpipe::iter::from(std::vector<std::string>{path}) | dpipe::io::open_files();
+      return format == "zip" ? files | dpipe::io::load_from_zip() : files | dpipe::io::load_from_tar();
+    };
+    const auto pipe = make();
+    (void)dpipe::testing::take(pipe, 2);
+    const auto blob = dpipe::graph::save_state(pipe);
+    // Member a's bytes (the start of the file up to b's header) are wiped: a restore that read the
+    // archive from its start would fail on them.
+    {
+      std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+      file << std::string(2000, '\0');
+    }
+    const auto restored = make();
+    dpipe::graph::load_state(restored, blob);
+    CHECK(dpipe::testing::collect(restored) == std::vector<PathBytes>{{path + "/c", "gamma"}, {path + "/d", "delta"}});
+  }
+}
+
+TEST_CASE("Worker processes and threads read sharded archives and compressed files and restore mid-epoch",
+          "[io][concurrency]") {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> compressors{
+      {"gzip", ".gz"}, {"bzip2", ".bz2"}, {"xz", ".xz"}, {"zstd", ".zst"}};
+  std::vector<std::string> lines;
+  std::vector<PathBytes> members;
+  std::vector<std::string> samples;  // "key:.cls=..,.txt=.."
+  for (int shard = 0; shard < 6; ++shard) {
+    std::string text;
+    std::vector<dpipe::testing::ArchiveEntry> entries;
+    for (int item = 0; item < 4; ++item) {
+      const auto id = std::to_string(shard * 10 + item);
+      lines.push_back("line " + id);
+      text += lines.back() + "\n";
+      entries.emplace_back(id + ".txt", "text " + id);
+      entries.emplace_back(id + ".cls", id);
+    }
+    const auto& [filter, extension] = compressors[static_cast<std::size_t>(shard) % compressors.size()];
+    dpipe::testing::write_compressed(dir / ("part-" + std::to_string(shard) + ".txt" + extension), filter, text);
+    const std::string tar = dir / ("shard-" + std::to_string(shard) + ".tar" + (shard % 2 == 0 ? "" : ".gz"));
+    dpipe::testing::write_archive(tar, "ustar", shard % 2 == 0 ? "none" : "gzip", entries);
+    const std::string zip = dir / ("shard-" + std::to_string(shard) + ".zip");
+    dpipe::testing::write_archive(zip, "zip", "none", entries);
+    for (const auto& [member, bytes] : entries) members.push_back({member, bytes});
+    for (int item = 0; item < 4; ++item) {
+      const auto id = std::to_string(shard * 10 + item);
+      samples.push_back(id + ":" + id + ",text " + id);
+    }
+  }
+  const auto shards = [&](const std::string& pattern) {
+    return dpipe::iter::from(std::vector<std::string>{dir / pattern}) | dpipe::io::shard_expand() |
+           dpipe::iter::shuffle() | dpipe::iter::sharding_filter() | dpipe::io::open_files();
+  };
+  // Members are compared by their name in the archive and their bytes (the archive path varies).
+  const auto member = [](const PathBytes& path_bytes) {
+    return PathBytes{fs::path(path_bytes.first).filename().string(), path_bytes.second};
+  };
+  SECTION("decompress (gzip, bz2, xz, zstd) under readlines") {
+    dpipe::testing::check_workers(
+        [&] {
+          return dpipe::io::list_files(dir.str(), {"part-*"}) | dpipe::iter::shuffle() |
+                 dpipe::iter::sharding_filter() | dpipe::io::open_files() | dpipe::io::decompress() |
+                 dpipe::io::readlines({}, dpipe::io::lines_only);
+        },
+        lines);
+  }
+  SECTION("load_from_tar over plain and gzip-compressed tars") {
+    dpipe::testing::check_workers(
+        [&] {
+          return dpipe::io::list_files(dir.str(), {"shard-*.tar", "shard-*.tar.gz"}) | dpipe::iter::shuffle() |
+                 dpipe::iter::sharding_filter() | dpipe::io::open_files() | dpipe::io::load_from_tar();
+        },
+        members, member);
+  }
+  SECTION("shard_expand and load_from_zip") {
+    dpipe::testing::check_workers([&] { return shards("shard-{0..5}.zip") | dpipe::io::load_from_zip(); }, members,
+                                  member);
+  }
+  SECTION("webdataset over zips") {
+    dpipe::testing::check_workers(
+        [&] { return shards("shard-{0..5}.zip") | dpipe::io::load_from_zip() | dpipe::io::webdataset(); }, samples,
+        [](const dpipe::io::WebDatasetSample& sample) {
+          return fs::path(sample.key).filename().string() + ":" + sample[".cls"] + "," + sample[".txt"];
+        });
+  }
 }

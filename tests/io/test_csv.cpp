@@ -17,6 +17,8 @@
 #include <dpipe/io.hpp>
 
 #include "support/battery.hpp"
+#include "support/data_error.hpp"
+#include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 #include "support/temp_dir.hpp"
@@ -40,16 +42,7 @@ Rows rows_of(const std::vector<std::string>& paths, dpipe::io::CsvOptions option
   return dpipe::testing::collect(dpipe::iter::from(paths) | dpipe::io::open_files() | dpipe::io::parse_csv(options));
 }
 
-/// The message of the DataError reading `pipe` to its end throws (from its start, or from where it is).
-template <class Pipe>
-std::string error_of(const Pipe& pipe, bool from_start = true) {
-  try {
-    (void)(from_start ? dpipe::testing::collect(pipe) : dpipe::testing::rest(pipe));
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  return "no DataError";
-}
+using dpipe::testing::data_error_of;
 
 /// A record's columns as "name=value" strings, in order.
 std::vector<std::string> columns_of(const CsvRecord& record) {
@@ -180,20 +173,20 @@ TEST_CASE("parse_csv_as names the line and column of a field that does not conve
   };
   const std::string path = dir / "typed.csv";
   const std::string prefix = "parse_csv#[0-9]+: '" + path + "' ";
-  CHECK_THAT(error_of(parse("1,a,2\n4,y,z\n")),
+  CHECK_THAT(data_error_of(parse("1,a,2\n4,y,z\n")),
              Catch::Matches(prefix + "line 2 byte offset 6: column 3: 'z' is not a double"));
-  CHECK_THAT(error_of(parse("99999999999,y,1\n")),
+  CHECK_THAT(data_error_of(parse("99999999999,y,1\n")),
              Catch::Matches(prefix + "line 1 byte offset 0: column 1: '99999999999' is out of range for a 32-bit "
                                      "signed integer"));
-  CHECK_THAT(error_of(parse("\"a\nb\",y,1\n")),
+  CHECK_THAT(data_error_of(parse("\"a\nb\",y,1\n")),
              Catch::Matches(prefix + "line 1 byte offset 0: column 1: 'a\nb' is not a 32-bit signed integer"));
-  CHECK_THAT(error_of(parse("\n\n 5,y,1\n")),
+  CHECK_THAT(data_error_of(parse("\n\n 5,y,1\n")),
              Catch::Matches(prefix + "line 3 byte offset 2: column 1: ' 5' is not a 32-bit signed integer"));
-  CHECK_THAT(error_of(parse("1,y,1.5x\n")),
+  CHECK_THAT(data_error_of(parse("1,y,1.5x\n")),
              Catch::Matches(prefix + "line 1 byte offset 0: column 3: '1.5x' is not a double"));
-  CHECK_THAT(error_of(parse("1,\"" + std::string(70, 'q') + "\"\n")),
+  CHECK_THAT(data_error_of(parse("1,\"" + std::string(70, 'q') + "\"\n")),
              Catch::Matches(prefix + "line 1 byte offset 0: the row has 2 fields, expected 3"));
-  CHECK_THAT(error_of(parse("1,2,3,4\n")),
+  CHECK_THAT(data_error_of(parse("1,2,3,4\n")),
              Catch::Matches(prefix + "line 1 byte offset 0: the row has 4 fields, expected 3"));
 
   SECTION("skip: only the bad rows are lost") {
@@ -263,8 +256,9 @@ TEST_CASE("parse_csv_as_dict keys each row by its file's header", "[io][csv]") {
       return dpipe::iter::from(std::vector<std::string>{ragged}) | dpipe::io::open_files() |
              dpipe::io::parse_csv_as_dict({.on_error = on_error});
     };
-    CHECK_THAT(error_of(make({})), Catch::Matches("parse_csv_as_dict#[0-9]+: '" + ragged +
-                                                  "' line 2 byte offset 8: the row has 1 fields, the header has 2"));
+    CHECK_THAT(data_error_of(make({})),
+               Catch::Matches("parse_csv_as_dict#[0-9]+: '" + ragged +
+                              "' line 2 byte offset 8: the row has 1 fields, the header has 2"));
     dpipe::testing::LogCapture log;
     const auto rows = dpipe::testing::collect(make(dpipe::OnError::skip()));
     REQUIRE(rows.size() == 1);
@@ -333,7 +327,7 @@ TEST_CASE("parse_csv raises DataError for an unclosed quote and an overlong row 
       CHECK(error.line() == 3);
       CHECK(error.byte_offset() == 13);
     }
-    CHECK_THAT(error_of(make({}, {long_rows})),
+    CHECK_THAT(data_error_of(make({}, {long_rows})),
                Catch::Matches("parse_csv#[0-9]+: '" + long_rows +
                               "' line 2 byte offset 10: the row is longer than max_row_bytes \\(10\\)"));
   }
@@ -355,9 +349,9 @@ TEST_CASE("parse_csv raises DataError for an unclosed quote and an overlong row 
   }
   SECTION("a row too long at the end of a file and one longer than a read block") {
     const auto tail = dir.write("tail.csv", "ok\n01234567890");
-    CHECK_THAT(error_of(make({}, {tail})), Catch::Matches("parse_csv#[0-9]+: '" + tail +
-                                                          "' line 2 byte offset 3: the row is longer than "
-                                                          "max_row_bytes \\(10\\)"));
+    CHECK_THAT(data_error_of(make({}, {tail})), Catch::Matches("parse_csv#[0-9]+: '" + tail +
+                                                               "' line 2 byte offset 3: the row is longer than "
+                                                               "max_row_bytes \\(10\\)"));
     const auto huge = dir.write("huge.csv", "a,\"" + std::string(200000, ',') + "\"\nb\n");
     const auto pipe = dpipe::iter::from(std::vector<std::string>{huge}) | dpipe::io::open_files() |
                       dpipe::io::parse_csv({.max_row_bytes = 1000, .on_error = dpipe::OnError::skip()});
@@ -385,7 +379,7 @@ TEST_CASE("parse_csv restores after a multi-line quoted row without reading the 
   dpipe::graph::load_state(restored, blob);
   CHECK(dpipe::testing::take(restored, 1) == Rows{{"x\"y", "2"}});
   // The next row's line counts the quoted line ends of the rows before the checkpoint.
-  CHECK_THAT(error_of(restored, /*from_start=*/false),
+  CHECK_THAT(data_error_of(restored, /*from_start=*/false),
              Catch::Matches("parse_csv#[0-9]+: '" + multi +
                             "' line 6 byte offset 26: a quoted field of this row never ends.*"));
 }
@@ -428,7 +422,7 @@ TEST_CASE("parse_csv_as_dict restores with the saved header and does not read th
 
 TEST_CASE("Worker processes and threads parse sharded CSV files and restore mid-epoch", "[io][csv][concurrency]") {
   TempDir dir;
-  std::vector<std::string> expected;
+  std::vector<std::string> expected;  // "id:text" of each row, texts with a newline and quotes
   for (int file = 0; file < 6; ++file) {
     std::string text = "id,text\n";
     for (int row = 0; row < 5; ++row) {
@@ -438,40 +432,23 @@ TEST_CASE("Worker processes and threads parse sharded CSV files and restore mid-
     }
     (void)dir.write("part-" + std::to_string(file) + ".csv", text);
   }
-  std::sort(expected.begin(), expected.end());
-  const auto pipeline = [&] {
+  const auto files = [&] {
     return dpipe::io::list_files(dir.str(), {"*.csv"}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
-           dpipe::io::open_files() | dpipe::io::parse_csv_as_dict();
+           dpipe::io::open_files();
   };
-  const auto text_of = [](const CsvRecord& record) { return record["id"] + ":" + record["text"]; };
-  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
-    INFO("worker kind " << static_cast<int>(kind));
-    const auto make = [&] {
-      return dpipe::DataLoader2<CsvRecord>(
-          pipeline(), dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
-    };
-    auto loader = make();
-    loader.seed(3);
-    const auto first = dpipe::testing::epoch(loader, text_of);
-    auto sorted = first;
-    std::sort(sorted.begin(), sorted.end());
-    CHECK(sorted == expected);
-    std::vector<std::byte> state;
-    {
-      auto stopped = make();
-      stopped.seed(3);
-      std::size_t seen = 0;
-      for (const auto& record : stopped) {
-        CHECK(text_of(record) == first[seen]);
-        if (++seen == 7) {
-          state = stopped.state_dict();
-          break;
-        }
-      }
-    }
-    auto restored = make();
-    restored.load_state_dict(state);
-    CHECK(dpipe::testing::epoch(restored, text_of) == std::vector<std::string>(first.begin() + 7, first.end()));
+  SECTION("parse_csv") {
+    dpipe::testing::check_workers([&] { return files() | dpipe::io::parse_csv({.skip_lines = 1}); }, expected,
+                                  [](const CsvRow& row) { return row.at(0) + ":" + row.at(1); });
+  }
+  SECTION("parse_csv_as") {
+    using Row = std::tuple<int, std::string>;
+    dpipe::testing::check_workers(
+        [&] { return files() | dpipe::io::parse_csv_as<Row>({.skip_lines = 1}); }, expected,
+        [](const Row& row) { return std::to_string(std::get<0>(row)) + ":" + std::get<1>(row); });
+  }
+  SECTION("parse_csv_as_dict") {
+    dpipe::testing::check_workers([&] { return files() | dpipe::io::parse_csv_as_dict(); }, expected,
+                                  [](const CsvRecord& record) { return record["id"] + ":" + record["text"]; });
   }
 }
 

@@ -3,9 +3,13 @@
 // worker processes and threads reading sharded paths; checkpoints that reopen only the file
 // being read.
 
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <grp.h>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -15,6 +19,8 @@
 #include <dpipe/io.hpp>
 
 #include "support/battery.hpp"
+#include "support/data_error.hpp"
+#include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 #include "support/temp_dir.hpp"
@@ -191,6 +197,57 @@ TEST_CASE("readlines restores inside a file without reading the files before it"
   }
 }
 
+namespace {
+
+/// What `step()` returns, run by a user without root's right to read every file: in a child
+/// process that gave up root (uid and gid 65534, no groups) when this process is root (as CI is,
+/// where chmod 000 stops no read), here otherwise.
+std::string without_root(const std::function<std::string()>& step) {
+  if (::geteuid() != 0) return step();
+  std::array<int, 2> channel{};
+  REQUIRE(::pipe(channel.data()) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(channel[0]);
+    std::string result = "cannot give up root";
+    if (::setgroups(0, nullptr) == 0 && ::setresgid(65534, 65534, 65534) == 0 &&
+        ::setresuid(65534, 65534, 65534) == 0) {
+      try {
+        result = step();
+      } catch (...) {
+        result = "an exception other than DataError";
+      }
+    }
+    const auto written = ::write(channel[1], result.data(), result.size());
+    ::_exit(written == static_cast<ssize_t>(result.size()) ? 0 : 1);
+  }
+  ::close(channel[1]);
+  std::string result;
+  std::array<char, 4096> block{};
+  for (ssize_t got = 0; (got = ::read(channel[0], block.data(), block.size())) > 0;)
+    result.append(block.data(), static_cast<std::size_t>(got));
+  ::close(channel[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("open_files names a file it may not read", "[io]") {
+  TempDir dir;
+  const std::string secret = dir.write("secret.txt", "hidden\n");
+  fs::permissions(dir.str(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(secret, fs::perms::none);
+  const auto pipe = dpipe::iter::from(std::vector<std::string>{secret}) | dpipe::io::open_files() |
+                    dpipe::io::readlines({}, dpipe::io::lines_only);
+  CHECK_THAT(without_root([&] { return dpipe::testing::data_error_of(pipe); }),
+             Catch::Matches("open_files#[0-9]+: '" + secret + "': cannot open: Permission denied"));
+}
+
 TEST_CASE("open_files and readlines raise DataError naming the file and the line or skip and count", "[io]") {
   TempDir dir;
   const std::string good = dir.write("good.txt", "1\n2\n");
@@ -263,48 +320,36 @@ TEST_CASE("open_files and readlines raise DataError naming the file and the line
 
 TEST_CASE("Worker processes and threads read sharded files and restore mid-epoch", "[io][concurrency]") {
   TempDir dir;
-  std::vector<std::string> expected;
-  for (int file = 0; file < 6; ++file) {
+  std::vector<std::vector<std::string>> lines_of(8);  // by file, in listing order
+  std::vector<std::string> all;
+  for (std::size_t file = 0; file < 8; ++file) {
     std::string text;
-    for (int line = 0; line < 5; ++line) {
-      expected.push_back(std::to_string(file * 10 + line));
-      text += expected.back() + "\n";
+    for (std::size_t line = 0; line < 5; ++line) {
+      lines_of[file].push_back(std::to_string(file * 10 + line));
+      text += lines_of[file].back() + "\n";
     }
+    all.insert(all.end(), lines_of[file].begin(), lines_of[file].end());
     (void)dir.write("part-" + std::to_string(file) + ".txt", text);
   }
-  const auto pipeline = [&] {
-    return dpipe::io::list_files(dir.str(), {"*.txt"}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
-           dpipe::io::open_files() | dpipe::io::readlines({}, dpipe::io::lines_only);
-  };
-  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
-    INFO("worker kind " << static_cast<int>(kind));
-    const auto make = [&] {
-      return dpipe::DataLoader2<std::string>(
-          pipeline(), dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
-    };
-    auto loader = make();
-    loader.seed(3);
-    const auto first = dpipe::testing::epoch(loader);
-    auto sorted = first;
-    std::sort(sorted.begin(), sorted.end());
-    auto all = expected;
-    std::sort(all.begin(), all.end());
-    CHECK(sorted == all);
-    std::vector<std::byte> state;
-    {
-      auto stopped = make();
-      stopped.seed(3);
-      std::size_t seen = 0;
-      for (const auto& line : stopped) {
-        CHECK(line == first[seen]);
-        if (++seen == 7) {
-          state = stopped.state_dict();
-          break;
-        }
-      }
-    }
-    auto restored = make();
-    restored.load_state_dict(state);
-    CHECK(dpipe::testing::epoch(restored) == std::vector<std::string>(first.begin() + 7, first.end()));
+  SECTION("readlines, with the standard battery under two workers") {
+    dpipe::testing::check_workers(
+        [&] {
+          return dpipe::io::list_files(dir.str(), {"*.txt"}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
+                 dpipe::io::open_files() | dpipe::io::readlines({}, dpipe::io::lines_only);
+        },
+        all);
+  }
+  SECTION("files are sharded across ranks and workers: instance = worker + 2 * rank") {
+    dpipe::testing::check_ranks_and_workers(
+        [&] {
+          return dpipe::io::list_files(dir.str(), {"*.txt"}) | dpipe::iter::sharding_filter() |
+                 dpipe::io::open_files() | dpipe::io::readlines({}, dpipe::io::lines_only);
+        },
+        [&](std::size_t instance) {
+          auto lines = lines_of[instance];
+          lines.insert(lines.end(), lines_of[instance + 4].begin(), lines_of[instance + 4].end());
+          return lines;
+        },
+        all);
   }
 }

@@ -19,6 +19,7 @@
 
 #include "support/battery.hpp"
 #include "support/http_server.hpp"
+#include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 
@@ -371,41 +372,12 @@ TEST_CASE("Worker processes and threads read sharded URLs and restore mid-epoch"
   std::vector<std::string> expected;
   const auto urls =
       serve_parts(server, 6, 5, expected, [](int file, int line) { return std::to_string(file * 10 + line); });
-  const auto pipeline = [&] {
-    // [http_sharded]
-    return dpipe::iter::from(urls) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
-           dpipe::io::read_from_http() | dpipe::io::readlines({}, dpipe::io::lines_only);
-    // [http_sharded]
-  };
-  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
-    INFO("worker kind " << static_cast<int>(kind));
-    const auto make = [&] {
-      return dpipe::DataLoader2<std::string>(
-          pipeline(), dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
-    };
-    auto loader = make();
-    loader.seed(3);
-    const auto first = dpipe::testing::epoch(loader);
-    auto sorted = first;
-    std::sort(sorted.begin(), sorted.end());
-    auto all = expected;
-    std::sort(all.begin(), all.end());
-    CHECK(sorted == all);
-    std::vector<std::byte> state;
-    {
-      auto stopped = make();
-      stopped.seed(3);
-      std::size_t seen = 0;
-      for (const auto& line : stopped) {
-        CHECK(line == first[seen]);
-        if (++seen == 7) {
-          state = stopped.state_dict();
-          break;
-        }
-      }
-    }
-    auto restored = make();
-    restored.load_state_dict(state);
-    CHECK(dpipe::testing::epoch(restored) == std::vector<std::string>(first.begin() + 7, first.end()));
-  }
+  dpipe::testing::check_workers(
+      [&] {
+        // [http_sharded]
+        return dpipe::iter::from(urls) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
+               dpipe::io::read_from_http() | dpipe::io::readlines({}, dpipe::io::lines_only);
+        // [http_sharded]
+      },
+      expected);
 }

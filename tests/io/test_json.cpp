@@ -14,6 +14,7 @@
 #include <dpipe/io.hpp>
 
 #include "support/battery.hpp"
+#include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 #include "support/temp_dir.hpp"
@@ -139,11 +140,11 @@ TEST_CASE("Json: parse reads big unsigned integers nested values and unicode esc
   CHECK(value == Json::parse(value.dump()));
   CHECK(Json::parse(" [1, 2.0, \"x\"] ") == Json::array({1, 2.0, "x"}));
   CHECK_THROWS_MATCHES(Json::parse("18446744073709551616"), JsonError,
-                       Catch::Message("not valid JSON: NUMBER_ERROR: Problem while parsing a number"));
+                       Catch::Message("not valid JSON: Problem while parsing a number"));
   CHECK_THROWS_MATCHES(Json::parse("{\"a\":1,}"), JsonError,
-                       Catch::Message("not valid JSON: TAPE_ERROR: The JSON document has an improper structure: "
+                       Catch::Message("not valid JSON: The JSON document has an improper structure: "
                                       "missing or superfluous commas, braces, missing keys, etc."));
-  CHECK_THROWS_MATCHES(Json::parse(" "), JsonError, Catch::Message("not valid JSON: EMPTY: Empty: no JSON found"));
+  CHECK_THROWS_MATCHES(Json::parse(" "), JsonError, Catch::Message("not valid JSON: Empty: no JSON found"));
 }
 
 TEST_CASE("Json: dump writes compact JSON text", "[io][json]") {
@@ -284,7 +285,7 @@ TEST_CASE("parse_jsonl raises DataError naming the line or skips and counts", "[
       FAIL("no DataError");
     } catch (const DataError& error) {
       CHECK_THAT(error.what(), Catch::Matches("parse_jsonl#[0-9]+: '" + bad +
-                                              "' line 2 byte offset 9: not valid JSON: TAPE_ERROR: The JSON document "
+                                              "' line 2 byte offset 9: not valid JSON: The JSON document "
                                               "has an improper structure: missing or superfluous commas, braces, "
                                               "missing keys, etc\\."));
       CHECK(error.path() == bad);
@@ -307,16 +308,18 @@ TEST_CASE("parse_jsonl raises DataError naming the line or skips and counts", "[
     REQUIRE(messages.size() == 7);
     const std::string prefix = "parse_jsonl#[0-9]+: '" + bad + "' ";
     CHECK_THAT(messages[1],
-               Catch::Matches(prefix + "line 4 byte offset 19: not valid JSON: T_ATOM_ERROR: Problem while parsing "
+               Catch::Matches(prefix + "line 4 byte offset 19: not valid JSON: Problem while parsing "
                                        "an atom starting with the letter 't'; skipped \\(2 in this epoch\\)"));
-    CHECK_THAT(messages[2], Catch::Matches(prefix + "line 5 byte offset 29: not valid JSON: TAPE_ERROR: .*"));
-    CHECK_THAT(messages[3],
-               Catch::Matches(prefix + "line 6 byte offset 39: not valid JSON: UTF8_ERROR: The input is not "
-                                       "valid UTF-8; skipped \\(4 in this epoch\\)"));
-    CHECK_THAT(messages[4],
-               Catch::Matches(prefix + "line 7 byte offset 46: not valid JSON: NUMBER_ERROR: Problem while "
-                                       "parsing a number; skipped \\(5 in this epoch\\)"));
-    CHECK_THAT(messages[5], Catch::Matches(prefix + "line 8 byte offset 69: not valid JSON: TAPE_ERROR: .*"));
+    CHECK_THAT(messages[2],
+               Catch::Matches(
+                   prefix + "line 5 byte offset 29: not valid JSON: The JSON document has an improper structure: .*"));
+    CHECK_THAT(messages[3], Catch::Matches(prefix + "line 6 byte offset 39: not valid JSON: The input is not "
+                                                    "valid UTF-8; skipped \\(4 in this epoch\\)"));
+    CHECK_THAT(messages[4], Catch::Matches(prefix + "line 7 byte offset 46: not valid JSON: Problem while "
+                                                    "parsing a number; skipped \\(5 in this epoch\\)"));
+    CHECK_THAT(messages[5],
+               Catch::Matches(
+                   prefix + "line 8 byte offset 69: not valid JSON: The JSON document has an improper structure: .*"));
     CHECK_THAT(messages[6],
                Catch::Matches(prefix + "line 9 byte offset 81: the line is longer than max_line_bytes \\(32\\); "
                                        "skipped \\(7 in this epoch\\)"));
@@ -401,9 +404,9 @@ TEST_CASE("parse_json_files raises DataError naming the file or skips it", "[io]
   };
   CHECK_THAT(message_of(malformed),
              Catch::Matches("parse_json_files#[0-9]+: '" + malformed +
-                            "': not valid JSON: TAPE_ERROR: The JSON document has an improper structure: .*"));
+                            "': not valid JSON: The JSON document has an improper structure: .*"));
   CHECK_THAT(message_of(empty),
-             Catch::Matches("parse_json_files#[0-9]+: '" + empty + "': not valid JSON: EMPTY: Empty: no JSON found"));
+             Catch::Matches("parse_json_files#[0-9]+: '" + empty + "': not valid JSON: Empty: no JSON found"));
   CHECK_THAT(message_of(large), Catch::Matches("parse_json_files#[0-9]+: '" + large +
                                                "': the file is larger than max_file_bytes \\(64\\)"));
 
@@ -415,52 +418,33 @@ TEST_CASE("parse_json_files raises DataError naming the file or skips it", "[io]
   CHECK(log.messages().size() == 3);
 }
 
-TEST_CASE("Worker processes and threads parse sharded JSON lines and restore mid-epoch", "[io][json][concurrency]") {
+TEST_CASE("Worker processes and threads parse sharded JSON lines and files and restore mid-epoch",
+          "[io][json][concurrency]") {
   TempDir dir;
-  std::vector<std::string> expected;
+  std::vector<std::string> lines;  // each line's text, which is also its value's dump()
+  std::vector<std::string> documents;
   for (int file = 0; file < 6; ++file) {
     std::string text;
     for (int line = 0; line < 5; ++line) {
       const int id = file * 10 + line;
-      expected.push_back(R"({"id":)" + std::to_string(id) + R"(,"text":"record number )" + std::to_string(id) +
-                         R"(","big":18446744073709551615})");
-      text += expected.back() + "\n";
+      lines.push_back(R"({"id":)" + std::to_string(id) + R"(,"text":"record number )" + std::to_string(id) +
+                      R"(","big":18446744073709551615})");
+      text += lines.back() + "\n";
     }
     (void)dir.write("part-" + std::to_string(file) + ".jsonl", text);
+    documents.push_back(R"({"file":)" + std::to_string(file) + "}");
+    (void)dir.write("doc-" + std::to_string(file) + ".json", documents.back());
   }
-  std::sort(expected.begin(), expected.end());
-  const auto pipeline = [&] {
-    return dpipe::io::list_files(dir.str(), {"*.jsonl"}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
-           dpipe::io::open_files() | dpipe::io::parse_jsonl();
+  const auto files = [&](const char* mask) {
+    return dpipe::io::list_files(dir.str(), {mask}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
+           dpipe::io::open_files();
   };
-  const auto dump = [](const Json& value) { return value.dump(); };
-  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
-    INFO("worker kind " << static_cast<int>(kind));
-    const auto make = [&] {
-      return dpipe::DataLoader2<Json>(pipeline(),
-                                      dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
-    };
-    auto loader = make();
-    loader.seed(3);
-    const auto first = dpipe::testing::epoch(loader, dump);
-    auto sorted = first;
-    std::sort(sorted.begin(), sorted.end());
-    CHECK(sorted == expected);
-    std::vector<std::byte> state;
-    {
-      auto stopped = make();
-      stopped.seed(3);
-      std::size_t seen = 0;
-      for (const auto& record : stopped) {
-        CHECK(record.dump() == first[seen]);
-        if (++seen == 7) {
-          state = stopped.state_dict();
-          break;
-        }
-      }
-    }
-    auto restored = make();
-    restored.load_state_dict(state);
-    CHECK(dpipe::testing::epoch(restored, dump) == std::vector<std::string>(first.begin() + 7, first.end()));
+  SECTION("parse_jsonl") {
+    dpipe::testing::check_workers([&] { return files("*.jsonl") | dpipe::io::parse_jsonl(); }, lines,
+                                  [](const Json& value) { return value.dump(); });
+  }
+  SECTION("parse_json_files") {
+    dpipe::testing::check_workers([&] { return files("*.json") | dpipe::io::parse_json_files(); }, documents,
+                                  [](const PathJson& file) { return file.second.dump(); });
   }
 }

@@ -19,9 +19,12 @@
 #include "io/crc32c.hpp"
 #include "support/archive_writer.hpp"
 #include "support/battery.hpp"
+#include "support/data_error.hpp"
+#include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 #include "support/temp_dir.hpp"
+#include "support/tfrecord_writer.hpp"
 
 namespace {
 
@@ -33,91 +36,14 @@ using dpipe::io::Int64List;
 using dpipe::io::TFExample;
 using dpipe::testing::TempDir;
 
-// --- an independent TFRecord writer ----------------------------------------------------------
-
-std::string le_bytes(std::uint64_t value, int count) {
-  std::string bytes;
-  for (int i = 0; i < count; ++i) bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xffU));
-  return bytes;
-}
-
-std::uint32_t masked_crc(const std::string& bytes) {
-  const std::uint32_t crc = dpipe::io::detail::crc32c(bytes.data(), bytes.size());
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
-}
-
-/// One framed record: length, its masked CRC, the data, its masked CRC.
-std::string frame(const std::string& data) {
-  const std::string length = le_bytes(data.size(), 8);
-  return length + le_bytes(masked_crc(length), 4) + data + le_bytes(masked_crc(data), 4);
-}
-
-std::string frames(const std::vector<std::string>& records) {
-  std::string file;
-  for (const auto& record : records) file += frame(record);
-  return file;
-}
-
-// --- an independent protobuf encoder ---------------------------------------------------------
-
-std::string varint(std::uint64_t value) {
-  std::string bytes;
-  while (value >= 0x80) {
-    bytes.push_back(static_cast<char>((value & 0x7fU) | 0x80U));
-    value >>= 7;
-  }
-  bytes.push_back(static_cast<char>(value));
-  return bytes;
-}
-
-std::string tag(std::uint64_t field, std::uint64_t wire) { return varint((field << 3) | wire); }
-
-std::string delimited(std::uint64_t field, const std::string& bytes) {
-  return tag(field, 2) + varint(bytes.size()) + bytes;
-}
-
-std::string float_bytes(float value) {
-  std::string bytes(4, '\0');
-  std::memcpy(bytes.data(), &value, 4);
-  return bytes;
-}
-
-std::string bytes_feature(const std::vector<std::string>& values) {
-  std::string list;
-  for (const auto& value : values) list += delimited(1, value);
-  return delimited(1, list);
-}
-
-std::string float_feature(const std::vector<float>& values, bool packed) {
-  std::string list;
-  if (packed) {
-    std::string payload;
-    for (const float value : values) payload += float_bytes(value);
-    list = delimited(1, payload);
-  } else {
-    for (const float value : values) list += tag(1, 5) + float_bytes(value);
-  }
-  return delimited(2, list);
-}
-
-std::string int64_feature(const std::vector<std::int64_t>& values, bool packed) {
-  std::string list;
-  if (packed) {
-    std::string payload;
-    for (const std::int64_t value : values) payload += varint(static_cast<std::uint64_t>(value));
-    list = delimited(1, payload);
-  } else {
-    for (const std::int64_t value : values) list += tag(1, 0) + varint(static_cast<std::uint64_t>(value));
-  }
-  return delimited(3, list);
-}
-
-/// An Example with the (name, encoded Feature) entries in order.
-std::string example(const std::vector<std::pair<std::string, std::string>>& entries) {
-  std::string features;
-  for (const auto& [name, feature] : entries) features += delimited(1, delimited(1, name) + delimited(2, feature));
-  return delimited(1, features);
-}
+using dpipe::testing::bytes_feature;
+using dpipe::testing::delimited;
+using dpipe::testing::example;
+using dpipe::testing::float_feature;
+using dpipe::testing::frames;
+using dpipe::testing::int64_feature;
+using dpipe::testing::tag;
+using dpipe::testing::varint;
 
 /// An Example holding only "id": [id], packed or not.
 std::string id_example(std::int64_t id, bool packed = true) { return example({{"id", int64_feature({id}, packed)}}); }
@@ -132,15 +58,7 @@ auto examples_of(const std::vector<std::string>& paths, dpipe::io::TFRecordOptio
   return dpipe::iter::from(paths) | dpipe::io::open_files() | dpipe::io::load_from_tfrecord(options);
 }
 
-template <class T>
-std::string error_of(const dpipe::IterPipe<T>& pipe) {
-  try {
-    (void)dpipe::testing::collect(pipe);
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  return "no DataError";
-}
+using dpipe::testing::data_error_of;
 
 }  // namespace
 
@@ -292,28 +210,28 @@ TEST_CASE("tfrecord_records raises DataError naming the file and the record", "[
   const auto message = [](const std::string& node, const std::string& path, const std::string& rest) {
     return node + "#[0-9]+: '" + path + "' byte offset " + rest;
   };
-  CHECK_THAT(error_of(records_of({files.flipped_data})),
+  CHECK_THAT(data_error_of(records_of({files.flipped_data})),
              Catch::Matches(message("tfrecord_records", files.flipped_data,
                                     "21: record 2: the data's CRC does not match \\(stored 0x7a8b9cec, "
                                     "computed 0xd0a45b75\\)")));
-  CHECK_THAT(error_of(records_of({files.flipped_length})),
+  CHECK_THAT(data_error_of(records_of({files.flipped_length})),
              Catch::Matches(message("tfrecord_records", files.flipped_length,
                                     "21: record 2: the length's CRC does not match \\(stored 0x3e04b2ea, "
                                     "computed 0xb068e6eb\\)")));
-  CHECK_THAT(error_of(records_of({files.truncated_data})),
+  CHECK_THAT(data_error_of(records_of({files.truncated_data})),
              Catch::Matches(message("tfrecord_records", files.truncated_data,
                                     "21: record 2: the file ends after 18 of the record's 21 bytes")));
-  CHECK_THAT(error_of(records_of({files.truncated_header})),
+  CHECK_THAT(data_error_of(records_of({files.truncated_header})),
              Catch::Matches(message("tfrecord_records", files.truncated_header,
                                     "21: record 2: the file ends inside the record's header \\(7 of 12 bytes\\)")));
-  CHECK_THAT(error_of(records_of({files.oversized}, {.max_record_bytes = 99})),
+  CHECK_THAT(data_error_of(records_of({files.oversized}, {.max_record_bytes = 99})),
              Catch::Matches(message("tfrecord_records", files.oversized,
                                     "21: record 2: the length field says 100 bytes, more than max_record_bytes "
                                     "\\(99\\)")));
   SECTION("without verify_crc a flipped data byte passes and a flipped length reads too far") {
     CHECK(dpipe::testing::collect(records_of({files.flipped_data}, {.verify_crc = false})) ==
           std::vector<std::string>{"alpha", "brAvo", "charlie"});
-    CHECK_THAT(error_of(records_of({files.flipped_length}, {.verify_crc = false})),
+    CHECK_THAT(data_error_of(records_of({files.flipped_length}, {.verify_crc = false})),
                Catch::Matches(message("tfrecord_records", files.flipped_length,
                                       "21: record 2: the file ends after 44 of the record's 85 bytes")));
   }
@@ -333,7 +251,7 @@ TEST_CASE("load_from_tfrecord raises DataError for a record that is not an Examp
   TempDir dir;
   const auto reason_of = [&](const std::string& record) {
     const std::string path = dir.write("bad.tfrecord", frames({id_example(1), record}));
-    const std::string what = error_of(examples_of({path}));
+    const std::string what = data_error_of(examples_of({path}));
     const std::string prefix = "' byte offset 31: record 2: not a tf.train.Example: ";
     const auto at = what.find(prefix);
     CHECK_THAT(what, Catch::StartsWith("load_from_tfrecord#") && Catch::Contains(path + prefix));
@@ -410,7 +328,7 @@ TEST_CASE("tfrecord readers restore inside a file without reading the files befo
     (void)dir.write("b.tfrecord", bytes);
     const auto again = make();
     dpipe::graph::load_state(again, blob);
-    CHECK_THAT(error_of(again), Catch::Contains("' byte offset 62: record 3: the data's CRC does not match"));
+    CHECK_THAT(data_error_of(again), Catch::Contains("' byte offset 62: record 3: the data's CRC does not match"));
   }
   SECTION("a file that is shorter than the checkpoint's offset is refused") {
     (void)dir.write("b.tfrecord", "x");
@@ -472,49 +390,27 @@ TEST_CASE("load_from_tfrecord reads a directory of Examples", "[io][tfrecord]") 
 TEST_CASE("Worker processes and threads read sharded TFRecord files and restore mid-epoch",
           "[io][tfrecord][concurrency]") {
   TempDir dir;
-  std::vector<TFExample> expected;
+  std::vector<TFExample> examples;
+  std::vector<std::string> records;
   for (int file = 0; file < 6; ++file) {
-    std::vector<std::string> records;
+    std::vector<std::string> in_file;
     for (int record = 0; record < 5; ++record) {
       const int id = file * 10 + record;
-      records.push_back(example(
+      in_file.push_back(example(
           {{"id", int64_feature({id}, true)}, {"weights", float_feature({0.5F * static_cast<float>(id)}, false)}}));
-      expected.push_back({{"id", Int64List{id}}, {"weights", FloatList{0.5F * static_cast<float>(id)}}});
+      examples.push_back({{"id", Int64List{id}}, {"weights", FloatList{0.5F * static_cast<float>(id)}}});
     }
-    (void)dir.write("part-" + std::to_string(file) + ".tfrecord", frames(records));
+    records.insert(records.end(), in_file.begin(), in_file.end());
+    (void)dir.write("part-" + std::to_string(file) + ".tfrecord", frames(in_file));
   }
-  std::sort(expected.begin(), expected.end());
-  const auto pipeline = [&] {
+  const auto files = [&] {
     return dpipe::io::list_files(dir.str(), {"*.tfrecord"}) | dpipe::iter::shuffle() | dpipe::iter::sharding_filter() |
-           dpipe::io::open_files() | dpipe::io::load_from_tfrecord();
+           dpipe::io::open_files();
   };
-  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
-    INFO("worker kind " << static_cast<int>(kind));
-    const auto make = [&] {
-      return dpipe::DataLoader2<TFExample>(
-          pipeline(), dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
-    };
-    auto loader = make();
-    loader.seed(3);
-    const auto first = dpipe::testing::epoch(loader);
-    auto sorted = first;
-    std::sort(sorted.begin(), sorted.end());
-    CHECK(sorted == expected);
-    std::vector<std::byte> state;
-    {
-      auto stopped = make();
-      stopped.seed(3);
-      std::size_t seen = 0;
-      for (const auto& element : stopped) {
-        CHECK(element == first[seen]);
-        if (++seen == 7) {
-          state = stopped.state_dict();
-          break;
-        }
-      }
-    }
-    auto restored = make();
-    restored.load_state_dict(state);
-    CHECK(dpipe::testing::epoch(restored) == std::vector<TFExample>(first.begin() + 7, first.end()));
+  SECTION("tfrecord_records") {
+    dpipe::testing::check_workers([&] { return files() | dpipe::io::tfrecord_records(); }, records);
+  }
+  SECTION("load_from_tfrecord") {
+    dpipe::testing::check_workers([&] { return files() | dpipe::io::load_from_tfrecord(); }, examples);
   }
 }

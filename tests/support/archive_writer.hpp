@@ -1,16 +1,23 @@
 #pragma once
-// Writes the archives and compressed files the I/O tests read, with libarchive's writer (an
-// independent code path from the reader under test).
+// Writes the archives and compressed files the I/O tests and benchmark B5 read, with libarchive's
+// writer (an independent code path from the reader under test). Without Catch: a failure throws.
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 namespace dpipe::testing {
+
+/// Throws, naming libarchive's reason, unless `status` is ARCHIVE_OK (or `expected`).
+inline void check_written(archive* out, la_ssize_t status, la_ssize_t expected = ARCHIVE_OK) {
+  if (status != expected) {
+    const char* reason = archive_error_string(out);
+    throw std::runtime_error(std::string("libarchive cannot write: ") + (reason != nullptr ? reason : "no reason"));
+  }
+}
 
 /// A member to write: a name and its bytes; a name ending in '/' is a directory.
 using ArchiveEntry = std::pair<std::string, std::string>;
@@ -20,9 +27,9 @@ using ArchiveEntry = std::pair<std::string, std::string>;
 inline void write_archive(const std::string& path, const std::string& format, const std::string& filter,
                           const std::vector<ArchiveEntry>& entries) {
   archive* out = archive_write_new();
-  REQUIRE(archive_write_set_format_by_name(out, format.c_str()) == ARCHIVE_OK);
-  if (filter != "none") REQUIRE(archive_write_add_filter_by_name(out, filter.c_str()) == ARCHIVE_OK);
-  REQUIRE(archive_write_open_filename(out, path.c_str()) == ARCHIVE_OK);
+  check_written(out, archive_write_set_format_by_name(out, format.c_str()));
+  if (filter != "none") check_written(out, archive_write_add_filter_by_name(out, filter.c_str()));
+  check_written(out, archive_write_open_filename(out, path.c_str()));
   for (const auto& [name, bytes] : entries) {
     archive_entry* entry = archive_entry_new();
     archive_entry_set_pathname(entry, name.c_str());
@@ -30,28 +37,28 @@ inline void write_archive(const std::string& path, const std::string& format, co
     archive_entry_set_filetype(entry, directory ? AE_IFDIR : AE_IFREG);
     archive_entry_set_perm(entry, directory ? 0755 : 0644);
     archive_entry_set_size(entry, directory ? 0 : static_cast<la_int64_t>(bytes.size()));
-    REQUIRE(archive_write_header(out, entry) == ARCHIVE_OK);
+    check_written(out, archive_write_header(out, entry));
     if (!directory && !bytes.empty())
-      REQUIRE(archive_write_data(out, bytes.data(), bytes.size()) == static_cast<la_ssize_t>(bytes.size()));
+      check_written(out, archive_write_data(out, bytes.data(), bytes.size()), static_cast<la_ssize_t>(bytes.size()));
     archive_entry_free(entry);
   }
-  REQUIRE(archive_write_close(out) == ARCHIVE_OK);
+  check_written(out, archive_write_close(out));
   archive_write_free(out);
 }
 
 /// Writes `bytes` to `path` compressed with `filter` ("gzip", "bzip2", "xz", "lzma", "zstd").
 inline void write_compressed(const std::string& path, const std::string& filter, const std::string& bytes) {
   archive* out = archive_write_new();
-  REQUIRE(archive_write_set_format_raw(out) == ARCHIVE_OK);
-  REQUIRE(archive_write_add_filter_by_name(out, filter.c_str()) == ARCHIVE_OK);
-  REQUIRE(archive_write_open_filename(out, path.c_str()) == ARCHIVE_OK);
+  check_written(out, archive_write_set_format_raw(out));
+  check_written(out, archive_write_add_filter_by_name(out, filter.c_str()));
+  check_written(out, archive_write_open_filename(out, path.c_str()));
   archive_entry* entry = archive_entry_new();
   archive_entry_set_filetype(entry, AE_IFREG);
-  REQUIRE(archive_write_header(out, entry) == ARCHIVE_OK);
+  check_written(out, archive_write_header(out, entry));
   if (!bytes.empty())
-    REQUIRE(archive_write_data(out, bytes.data(), bytes.size()) == static_cast<la_ssize_t>(bytes.size()));
+    check_written(out, archive_write_data(out, bytes.data(), bytes.size()), static_cast<la_ssize_t>(bytes.size()));
   archive_entry_free(entry);
-  REQUIRE(archive_write_close(out) == ARCHIVE_OK);
+  check_written(out, archive_write_close(out));
   archive_write_free(out);
 }
 

@@ -23,12 +23,11 @@
 #include <vector>
 
 #include <dpipe/core/adaptor.hpp>
-#include <dpipe/core/detail/element_skipper.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/io/detail/csv_cursor.hpp>
+#include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/opened_file.hpp>
 #include <dpipe/io/with_path.hpp>
 #include <dpipe/serialization/serializer.hpp>
@@ -218,8 +217,9 @@ concept csv_tuple = detail::is_csv_tuple<Tuple>::value;
 /// first row of each file (after skip_lines and blank lines) is its header. Thread-safety: one
 /// iterating thread.
 template <class Out>
-class CsvParser final : public IterDataPipe<Out> {
+class CsvParser final : public detail::FileReader<Out, detail::CsvCursor> {
   using Row = typename detail::CsvOutput<Out>::Row;
+  using Base = detail::FileReader<Out, detail::CsvCursor>;
   static constexpr bool kWithPath = detail::CsvOutput<Out>::kWithPath;
   static constexpr bool kRecord = std::is_same_v<Row, CsvRecord>;
   static_assert(detail::csv_row<Row>);
@@ -231,15 +231,13 @@ class CsvParser final : public IterDataPipe<Out> {
   static constexpr std::string_view kName = kRecord ? kDictName : kRowsName;
 
   CsvParser(const IterPipe<OpenedFile>& files, CsvOptions options)
-      : IterDataPipe<Out>(std::string(kName)),
-        files_(files.ptr()),
-        options_(options),
-        cursor_({options.delimiter, options.quotechar, options.skip_lines, options.max_row_bytes}),
-        skipper_(options.on_error) {
+      : Base(kName, files,
+             detail::CsvCursor({options.delimiter, options.quotechar, options.skip_lines, options.max_row_bytes}),
+             options.on_error),
+        options_(options) {
     detail::check_csv_options(options, kName);
   }
 
-  void for_each_input(const InputVisitor& visit) override { visit(files_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<CsvParser>(*this); }
   [[nodiscard]] NodeSettings settings() const override {
     NodeSettings settings{{"delimiter", std::string(1, options_.delimiter)},
@@ -251,69 +249,40 @@ class CsvParser final : public IterDataPipe<Out> {
     return settings;
   }
 
-  /// The bad rows and unreadable file ends skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
-
-  [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    cursor_.save(writer);
-    if constexpr (kRecord) writer.write("header", header_ ? std::optional(*header_) : std::nullopt);
-    skipper_.save(writer);
-    return true;
+ protected:
+  std::optional<Out> read_next() override {
+    while (this->cursor_.next(fields_, this->label())) {
+      if constexpr (std::is_same_v<Row, CsvRow>) {
+        return output(std::move(fields_));
+      } else {
+        if (fields_.empty()) continue;  // a blank line
+        if constexpr (kRecord) {
+          if (!header_) {
+            header_ = std::make_shared<const std::vector<std::string>>(std::move(fields_));
+            continue;
+          }
+          check_width(header_->size(), "the header has");
+          return output(CsvRecord(header_, std::move(fields_)));
+        } else {
+          check_width(kColumns, "expected");
+          return output(
+              detail::csv_convert_row<Row>(fields_, this->label(), where(), std::make_index_sequence<kColumns>{}));
+        }
+      }
+    }
+    return std::nullopt;
   }
-  void load_state(const StateReader& reader) override {
-    cursor_.load(reader, this->label());
+
+  void forget_file() override { header_.reset(); }
+
+  void save_more(StateWriter& writer) const override {
+    if constexpr (kRecord) writer.write("header", header_ ? std::optional(*header_) : std::nullopt);
+  }
+  void load_more(const StateReader& reader) override {
     if constexpr (kRecord) {
       auto header = reader.read<std::optional<std::vector<std::string>>>("header");
       header_.reset();
       if (header) header_ = std::make_shared<const std::vector<std::string>>(std::move(*header));
-    }
-    skipper_.load(reader);
-  }
-
- protected:
-  void reset_impl() override {
-    cursor_.close();
-    header_.reset();
-    skipper_.reset();
-    files_.reset();
-  }
-
-  std::optional<Out> next_impl() override {
-    if (label_.empty() || label_of_ != this->id()) {
-      label_ = this->label();
-      label_of_ = this->id();
-    }
-    for (;;) {
-      if (!cursor_.reading()) {
-        auto file = files_.next();
-        if (!file) return std::nullopt;
-        cursor_.start(std::move(*file));
-        header_.reset();
-      }
-      try {
-        while (cursor_.next(fields_, label_)) {
-          if constexpr (std::is_same_v<Row, CsvRow>) {
-            return output(std::move(fields_));
-          } else {
-            if (fields_.empty()) continue;  // a blank line
-            if constexpr (kRecord) {
-              if (!header_) {
-                header_ = std::make_shared<const std::vector<std::string>>(std::move(fields_));
-                continue;
-              }
-              check_width(header_->size(), "the header has");
-              return output(CsvRecord(header_, std::move(fields_)));
-            } else {
-              check_width(kColumns, "expected");
-              return output(
-                  detail::csv_convert_row<Row>(fields_, label_, where(), std::make_index_sequence<kColumns>{}));
-            }
-          }
-        }
-      } catch (const DataError& error) {
-        skipper_.skip_bad_data(error);
-        this->count_skipped();
-      }
     }
   }
 
@@ -328,28 +297,23 @@ class CsvParser final : public IterDataPipe<Out> {
 
   Out output(Row row) const {
     if constexpr (kWithPath) {
-      return Out{cursor_.path(), std::move(row)};
+      return Out{this->cursor_.path(), std::move(row)};
     } else {
       return row;
     }
   }
 
   [[nodiscard]] DataError::Where where() const {
-    return {.path = cursor_.path(), .line = cursor_.row_line(), .byte_offset = cursor_.row_offset()};
+    return {.path = this->cursor_.path(), .line = this->cursor_.row_line(), .byte_offset = this->cursor_.row_offset()};
   }
 
   /// DataError unless the row has `width` fields.
   void check_width(std::size_t width, std::string_view what) const {
     if (fields_.size() != width)
-      throw DataError(label_, where(), fmt::format("the row has {} fields, {} {}", fields_.size(), what, width));
+      throw DataError(this->label(), where(), fmt::format("the row has {} fields, {} {}", fields_.size(), what, width));
   }
 
-  Input<OpenedFile> files_;
   CsvOptions options_;
-  detail::CsvCursor cursor_;
-  dpipe::detail::ElementSkipper skipper_;
-  std::string label_;                                       // this->label(), cached: a clone has another id
-  std::uint64_t label_of_ = 0;                              // the id label_ was made for
   std::vector<std::string> fields_;                         // the row being read
   std::shared_ptr<const std::vector<std::string>> header_;  // the current file's (parse_csv_as_dict)
 };

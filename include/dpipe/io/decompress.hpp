@@ -6,15 +6,14 @@
 /// file it is in up to that offset.
 
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include <dpipe/core/adaptor.hpp>
-#include <dpipe/core/detail/element_skipper.hpp>
 #include <dpipe/core/error_policy.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/detail/each_input.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 namespace dpipe::io {
@@ -53,28 +52,22 @@ struct DecompressOptions {
 /// Yields each file its source opens, decompressed. A corrupt or truncated stream is a DataError
 /// from the reader that meets it, naming the file and the decompressed offset.
 /// Thread-safety: one iterating thread.
-class Decompressor final : public IterDataPipe<OpenedFile> {
+class Decompressor final : public detail::EachInput<OpenedFile, OpenedFile> {
  public:
   static constexpr std::string_view kName = "decompress";
 
-  Decompressor(const IterPipe<OpenedFile>& files, DecompressOptions options);
+  Decompressor(const IterPipe<OpenedFile>& files, DecompressOptions options)
+      : EachInput(kName, files, options.on_error), options_(options) {}
 
-  void for_each_input(const InputVisitor& visit) override { visit(files_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Decompressor>(*this); }
   [[nodiscard]] bool stateless() const noexcept override { return true; }
   [[nodiscard]] NodeSettings settings() const override;
 
-  /// The files skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
-
  protected:
-  void reset_impl() override;
-  std::optional<OpenedFile> next_impl() override;
+  OpenedFile make(OpenedFile file) override;
 
  private:
-  Input<OpenedFile> files_;
   DecompressOptions options_;
-  dpipe::detail::ElementSkipper skipper_;
 };
 
 /// `files | io::decompress()`.

@@ -72,7 +72,7 @@ class Json {
   /// An object of `members`, in this order: Json::object({{"id", 7}, {"tags", Json::array({"a"})}}).
   [[nodiscard]] static Json object(std::initializer_list<Member> members = {}) { return Json(Object(members)); }
 
-  /// Parses one JSON document (simdjson, UTF-8 checked); JsonError "not valid JSON: <CODE>:
+  /// Parses one JSON document (simdjson, UTF-8 checked); JsonError "not valid JSON:
   /// <simdjson's reason>" otherwise. Thread-safety: any thread (one parser per thread).
   [[nodiscard]] static Json parse(std::string_view text);
 

@@ -4,16 +4,14 @@
 /// bytes, as torchdata's mode "rb" does; readlines() and the parsers take care of line endings.
 /// Stateless: a checkpoint is the position of the paths upstream.
 
-#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
+#include <utility>
 
 #include <dpipe/core/adaptor.hpp>
-#include <dpipe/core/detail/element_skipper.hpp>
 #include <dpipe/core/error_policy.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/detail/each_input.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 namespace dpipe::io {
@@ -21,26 +19,17 @@ namespace dpipe::io {
 /// Opens each path; a path that cannot be opened is a DataError naming it, or, with
 /// `OnError::skip()`, a warning, a count in the node's statistics and the next path.
 /// Thread-safety: one iterating thread.
-class FileOpener final : public IterDataPipe<OpenedFile> {
+class FileOpener final : public detail::EachInput<std::string, OpenedFile> {
  public:
   static constexpr std::string_view kName = "open_files";
 
-  explicit FileOpener(const IterPipe<std::string>& paths, OnError on_error = {});
+  explicit FileOpener(const IterPipe<std::string>& paths, OnError on_error = {}) : EachInput(kName, paths, on_error) {}
 
-  void for_each_input(const InputVisitor& visit) override { visit(paths_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<FileOpener>(*this); }
   [[nodiscard]] bool stateless() const noexcept override { return true; }
 
-  /// The paths skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
-
  protected:
-  void reset_impl() override;
-  std::optional<OpenedFile> next_impl() override;
-
- private:
-  Input<std::string> paths_;
-  dpipe::detail::ElementSkipper skipper_;
+  OpenedFile make(std::string path) override { return OpenedFile::open(std::move(path), label()); }
 };
 
 /// `paths | io::open_files()`.

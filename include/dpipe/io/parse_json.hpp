@@ -14,11 +14,11 @@
 #include <utility>
 
 #include <dpipe/core/adaptor.hpp>
-#include <dpipe/core/detail/element_skipper.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/detail/each_input.hpp>
+#include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/opened_file.hpp>
@@ -86,85 +86,53 @@ class JsonDecoder {
 /// included. Checkpoint state: the file being read, the byte offset of its next line and its line
 /// count; a restore reopens that one file there. Thread-safety: one iterating thread.
 template <class Out>
-class JsonLinesParser final : public IterDataPipe<Out> {
+class JsonLinesParser final : public detail::FileReader<Out, detail::LineCursor> {
   static_assert(std::is_same_v<Out, Json> || std::is_same_v<Out, PathJson>);
+  using Base = detail::FileReader<Out, detail::LineCursor>;
 
  public:
   static constexpr std::string_view kName = "parse_jsonl";
 
   JsonLinesParser(const IterPipe<OpenedFile>& files, ParseJsonlOptions options)
-      : IterDataPipe<Out>(std::string(kName)),
-        files_(files.ptr()),
-        options_(options),
-        cursor_({.skip_lines = 0, .strip_newline = true, .max_line_bytes = options.max_line_bytes}),
-        skipper_(options.on_error) {
+      : Base(kName, files,
+             detail::LineCursor({.skip_lines = 0, .strip_newline = true, .max_line_bytes = options.max_line_bytes}),
+             options.on_error),
+        options_(options) {
     if (options.max_line_bytes == 0) DPIPE_THROW(InvalidArgument, "parse_jsonl: max_line_bytes must be > 0");
   }
 
-  void for_each_input(const InputVisitor& visit) override { visit(files_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<JsonLinesParser>(*this); }
   [[nodiscard]] NodeSettings settings() const override {
     return {{"max_line_bytes", std::to_string(options_.max_line_bytes)}};
   }
 
-  /// The bad lines and unreadable file ends skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
-
-  [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    cursor_.save(writer);
-    skipper_.save(writer);
-    return true;
-  }
-  void load_state(const StateReader& reader) override {
-    cursor_.load(reader, this->label());
-    skipper_.load(reader);
-  }
-
  protected:
-  void reset_impl() override {
-    cursor_.close();
-    skipper_.reset();
-    files_.reset();
-  }
-
-  std::optional<Out> next_impl() override {
+  std::optional<Out> read_next() override {
+    auto& cursor = this->cursor_;
     for (;;) {
-      if (!cursor_.reading()) {
-        auto file = files_.next();
-        if (!file) return std::nullopt;
-        cursor_.start(std::move(*file));
+      if (!cursor.next(line_, this->label())) return std::nullopt;
+      auto result = detail::JsonDecoder::Result::kValue;
+      Json value = decoder_.decode(line_, result);
+      switch (result) {
+        case detail::JsonDecoder::Result::kBlank:
+          continue;
+        case detail::JsonDecoder::Result::kInvalid:
+          throw DataError(this->label(),
+                          {.path = cursor.path(), .line = cursor.line(), .byte_offset = cursor.line_offset()},
+                          decoder_.reason());
+        case detail::JsonDecoder::Result::kValue:
+          break;
       }
-      try {
-        if (!cursor_.next(line_, this->label())) continue;
-        auto result = detail::JsonDecoder::Result::kValue;
-        Json value = decoder_.decode(line_, result);
-        switch (result) {
-          case detail::JsonDecoder::Result::kBlank:
-            continue;
-          case detail::JsonDecoder::Result::kInvalid:
-            throw DataError(this->label(),
-                            {.path = cursor_.path(), .line = cursor_.line(), .byte_offset = cursor_.line_offset()},
-                            decoder_.reason());
-          case detail::JsonDecoder::Result::kValue:
-            break;
-        }
-        if constexpr (std::is_same_v<Out, PathJson>) {
-          return PathJson{cursor_.path(), std::move(value)};
-        } else {
-          return value;
-        }
-      } catch (const DataError& error) {
-        skipper_.skip_bad_data(error);
-        this->count_skipped();
+      if constexpr (std::is_same_v<Out, PathJson>) {
+        return PathJson{cursor.path(), std::move(value)};
+      } else {
+        return value;
       }
     }
   }
 
  private:
-  Input<OpenedFile> files_;
   ParseJsonlOptions options_;
-  detail::LineCursor cursor_;
-  dpipe::detail::ElementSkipper skipper_;
   detail::JsonDecoder decoder_;
   std::string line_;  // the line being parsed, reused
 };
@@ -173,7 +141,7 @@ class JsonLinesParser final : public IterDataPipe<Out> {
 /// (torchdata's JsonParser). A file is read and parsed within one step, so a checkpoint falls
 /// between files: the source's state says where, this node saves only its skipped count.
 /// Thread-safety: one iterating thread.
-class JsonFilesParser final : public IterDataPipe<PathJson> {
+class JsonFilesParser final : public detail::EachInput<OpenedFile, PathJson> {
  public:
   static constexpr std::string_view kName = "parse_json_files";
 
@@ -183,27 +151,20 @@ class JsonFilesParser final : public IterDataPipe<PathJson> {
   JsonFilesParser& operator=(const JsonFilesParser&) = delete;
   ~JsonFilesParser() override;
 
-  void for_each_input(const InputVisitor& visit) override { visit(files_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<JsonFilesParser>(*this); }
   [[nodiscard]] NodeSettings settings() const override;
-
-  /// The files skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override;
   void load_state(const StateReader& reader) override;
 
  protected:
-  void reset_impl() override;
-  std::optional<PathJson> next_impl() override;
+  PathJson make(OpenedFile file) override;
 
  private:
   /// Reads all of `file` into text_; DataError beyond max_file_bytes.
   void read_all(OpenedFile& file);
 
-  Input<OpenedFile> files_;
   ParseJsonFilesOptions options_;
-  dpipe::detail::ElementSkipper skipper_;
   detail::JsonDecoder decoder_;
   std::unique_ptr<char[]> text_;  // the file being parsed, then JsonDecoder::kPadding bytes
   std::size_t size_ = 0;          // the bytes of the file in text_

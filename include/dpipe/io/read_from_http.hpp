@@ -8,16 +8,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <dpipe/core/adaptor.hpp>
-#include <dpipe/core/detail/element_skipper.hpp>
 #include <dpipe/core/error_policy.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/detail/each_input.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 namespace dpipe::io {
@@ -56,29 +54,22 @@ struct HttpOptions {
 /// Yields each URL of its source opened for reading. Errors in a body (a connection cut short, a
 /// stalled server, max_bytes exceeded) are DataErrors from the reader that meets them, naming the
 /// URL and the byte offset. Thread-safety: one iterating thread.
-class HttpReader final : public IterDataPipe<OpenedFile> {
+class HttpReader final : public detail::EachInput<std::string, OpenedFile> {
  public:
   static constexpr std::string_view kName = "read_from_http";
 
   /// InvalidArgument when a duration in `options` is negative.
   HttpReader(const IterPipe<std::string>& urls, HttpOptions options);
 
-  void for_each_input(const InputVisitor& visit) override { visit(urls_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<HttpReader>(*this); }
   [[nodiscard]] bool stateless() const noexcept override { return true; }
   [[nodiscard]] NodeSettings settings() const override;
 
-  /// The URLs skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
-
  protected:
-  void reset_impl() override;
-  std::optional<OpenedFile> next_impl() override;
+  OpenedFile make(std::string url) override { return open_http(url, options_, label()); }
 
  private:
-  Input<std::string> urls_;
   HttpOptions options_;
-  dpipe::detail::ElementSkipper skipper_;
 };
 
 /// `urls | io::read_from_http(options)`.

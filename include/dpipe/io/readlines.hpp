@@ -6,7 +6,6 @@
 /// there and reads nothing before it.
 
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,11 +13,10 @@
 #include <utility>
 
 #include <dpipe/core/adaptor.hpp>
-#include <dpipe/core/detail/element_skipper.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
 #include <dpipe/io/opened_file.hpp>
 
@@ -48,22 +46,20 @@ using PathLine = std::pair<std::string, std::string>;
 /// std::string). Lines end at "\n"; a last line without one is yielded too; a file's lines are
 /// numbered from 1 in errors, skipped lines included. Thread-safety: one iterating thread.
 template <class Out>
-class LineReader final : public IterDataPipe<Out> {
+class LineReader final : public detail::FileReader<Out, detail::LineCursor> {
   static_assert(std::is_same_v<Out, PathLine> || std::is_same_v<Out, std::string>);
+  using Base = detail::FileReader<Out, detail::LineCursor>;
 
  public:
   static constexpr std::string_view kName = "readlines";
 
   LineReader(const IterPipe<OpenedFile>& files, ReadLinesOptions options)
-      : IterDataPipe<Out>(std::string(kName)),
-        files_(files.ptr()),
-        options_(options),
-        cursor_({options.skip_lines, options.strip_newline, options.max_line_bytes}),
-        skipper_(options.on_error) {
+      : Base(kName, files, detail::LineCursor({options.skip_lines, options.strip_newline, options.max_line_bytes}),
+             options.on_error),
+        options_(options) {
     if (options.max_line_bytes == 0) DPIPE_THROW(InvalidArgument, "readlines: max_line_bytes must be > 0");
   }
 
-  void for_each_input(const InputVisitor& visit) override { visit(files_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<LineReader>(*this); }
   [[nodiscard]] NodeSettings settings() const override {
     return {{"skip_lines", std::to_string(options_.skip_lines)},
@@ -71,54 +67,19 @@ class LineReader final : public IterDataPipe<Out> {
             {"max_line_bytes", std::to_string(options_.max_line_bytes)}};
   }
 
-  /// The bad lines and unreadable file ends skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
-
-  [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    cursor_.save(writer);
-    skipper_.save(writer);
-    return true;
-  }
-  void load_state(const StateReader& reader) override {
-    cursor_.load(reader, this->label());
-    skipper_.load(reader);
-  }
-
  protected:
-  void reset_impl() override {
-    cursor_.close();
-    skipper_.reset();
-    files_.reset();
-  }
-
-  std::optional<Out> next_impl() override {
+  std::optional<Out> read_next() override {
     std::string line;
-    for (;;) {
-      if (!cursor_.reading()) {
-        auto file = files_.next();
-        if (!file) return std::nullopt;
-        cursor_.start(std::move(*file));
-      }
-      try {
-        if (cursor_.next(line, this->label())) {
-          if constexpr (std::is_same_v<Out, PathLine>) {
-            return PathLine{cursor_.path(), std::move(line)};
-          } else {
-            return line;
-          }
-        }
-      } catch (const DataError& error) {
-        skipper_.skip_bad_data(error);
-        this->count_skipped();
-      }
+    if (!this->cursor_.next(line, this->label())) return std::nullopt;
+    if constexpr (std::is_same_v<Out, PathLine>) {
+      return PathLine{this->cursor_.path(), std::move(line)};
+    } else {
+      return line;
     }
   }
 
  private:
-  Input<OpenedFile> files_;
   ReadLinesOptions options_;
-  detail::LineCursor cursor_;
-  dpipe::detail::ElementSkipper skipper_;
 };
 
 /// `files | io::readlines(options)`: (path, line) pairs.

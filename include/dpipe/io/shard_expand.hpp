@@ -4,6 +4,7 @@
 /// "train-{000..127}.tar" becomes the paths it names. Checkpoint state: the expansions of the
 /// current pattern not yet handed out.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -16,12 +17,16 @@
 
 namespace dpipe::io {
 
+/// The most names one pattern may expand to: a larger range is a typo, not a dataset.
+inline constexpr std::uint64_t kMaxShardNames = 1'000'000;
+
 /// The strings `pattern` names, as torchdata expands them: every `{lo..hi}` (decimal, lo < hi) is
 /// replaced by each number from lo to hi in turn, the leftmost range varying slowest. When both
 /// bounds have the same length and lo starts with 0, the numbers are zero-padded to that length
 /// ("{08..10}" -> 08 09 10); otherwise they are not ("{8..10}" -> 8 9 10). A pattern without a
 /// range is itself. InvalidArgument (torchdata's messages) for lo >= hi, a lo longer than hi, or
-/// a shorter lo starting with 0. Thread-safety: a pure function.
+/// a shorter lo starting with 0, and for a pattern naming more than kMaxShardNames strings.
+/// Thread-safety: a pure function.
 [[nodiscard]] std::vector<std::string> expand_shards(std::string_view pattern);
 
 /// Yields the expansions of each pattern its source yields, in order. Thread-safety: one

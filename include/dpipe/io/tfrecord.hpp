@@ -17,11 +17,10 @@
 #include <vector>
 
 #include <dpipe/core/adaptor.hpp>
-#include <dpipe/core/detail/element_skipper.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/record_cursor.hpp>
 #include <dpipe/io/opened_file.hpp>
 
@@ -68,8 +67,9 @@ namespace detail {
 /// Errors name the file, the record's byte offset and its number in the file (from 1).
 /// Thread-safety: one iterating thread.
 template <class Out>
-class TFRecordReader final : public IterDataPipe<Out> {
+class TFRecordReader final : public detail::FileReader<Out, detail::RecordCursor> {
   static_assert(std::is_same_v<Out, std::string> || std::is_same_v<Out, TFExample>);
+  using Base = detail::FileReader<Out, detail::RecordCursor>;
 
  public:
   static constexpr std::string_view kRecordsName = "tfrecord_records";
@@ -77,73 +77,35 @@ class TFRecordReader final : public IterDataPipe<Out> {
   static constexpr std::string_view kName = std::is_same_v<Out, TFExample> ? kExamplesName : kRecordsName;
 
   TFRecordReader(const IterPipe<OpenedFile>& files, TFRecordOptions options)
-      : IterDataPipe<Out>(std::string(kName)),
-        files_(files.ptr()),
-        options_(options),
-        cursor_({options.verify_crc, options.max_record_bytes}),
-        skipper_(options.on_error) {
+      : Base(kName, files, detail::RecordCursor({options.verify_crc, options.max_record_bytes}), options.on_error),
+        options_(options) {
     if (options.max_record_bytes == 0) DPIPE_THROW(InvalidArgument, "{}: max_record_bytes must be > 0", kName);
   }
 
-  void for_each_input(const InputVisitor& visit) override { visit(files_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<TFRecordReader>(*this); }
   [[nodiscard]] NodeSettings settings() const override {
     return {{"verify_crc", options_.verify_crc ? "true" : "false"},
             {"max_record_bytes", std::to_string(options_.max_record_bytes)}};
   }
 
-  /// The bad records and unreadable file ends skipped in this epoch.
-  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
-
-  [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    cursor_.save(writer);
-    skipper_.save(writer);
-    return true;
-  }
-  void load_state(const StateReader& reader) override {
-    cursor_.load(reader, this->label());
-    skipper_.load(reader);
-  }
-
  protected:
-  void reset_impl() override {
-    cursor_.close();
-    skipper_.reset();
-    files_.reset();
-  }
-
-  std::optional<Out> next_impl() override {
-    for (;;) {
-      if (!cursor_.reading()) {
-        auto file = files_.next();
-        if (!file) return std::nullopt;
-        cursor_.start(std::move(*file));
-      }
-      try {
-        std::string_view record;
-        if constexpr (std::is_same_v<Out, std::string>) {
-          std::string bytes;
-          if (cursor_.next(record, &bytes, this->label())) return bytes;
-        } else {
-          if (cursor_.next(record, nullptr, this->label())) {
-            TFExample example;
-            if (auto problem = detail::decode_example(record, example))
-              throw cursor_.record_error("not a tf.train.Example: " + *problem, this->label());
-            return example;
-          }
-        }
-      } catch (const DataError& error) {
-        skipper_.skip_bad_data(error);
-        this->count_skipped();
-      }
+  std::optional<Out> read_next() override {
+    std::string_view record;
+    if constexpr (std::is_same_v<Out, std::string>) {
+      std::string bytes;
+      if (!this->cursor_.next(record, &bytes, this->label())) return std::nullopt;
+      return bytes;
+    } else {
+      if (!this->cursor_.next(record, nullptr, this->label())) return std::nullopt;
+      TFExample example;
+      if (auto problem = detail::decode_example(record, example))
+        throw this->cursor_.record_error("not a tf.train.Example: " + *problem, this->label());
+      return example;
     }
   }
 
  private:
-  Input<OpenedFile> files_;
   TFRecordOptions options_;
-  detail::RecordCursor cursor_;
-  dpipe::detail::ElementSkipper skipper_;
 };
 
 /// `files | io::tfrecord_records(options)`: each record's bytes (for your own protobufs).

@@ -6,15 +6,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <dpipe/core/error.hpp>
-#include <dpipe/core/state.hpp>
-#include <dpipe/io/opened_file.hpp>
-#include <dpipe/serialization/serializer.hpp>
+#include <dpipe/io/detail/file_cursor.hpp>
 
 namespace dpipe::io::detail {
 
@@ -24,15 +21,6 @@ struct CsvRules {
   char quotechar = '"';
   std::size_t skip_lines = 0;
   std::size_t max_row_bytes = 0;
-};
-
-/// Where a CsvCursor is: what its checkpoint holds.
-struct CsvPosition {
-  bool reading = false;      ///< a file is being read
-  std::string origin{};      ///< its OpenedFile::origin()
-  std::uint64_t offset = 0;  ///< the byte offset of its next row
-  std::uint64_t line = 0;    ///< the line ends before that row, skipped lines included
-  DPIPE_FIELDS(reading, origin, offset, line)
 };
 
 /// Three bytes a scan for the end of a run of field bytes stops at, as a table indexed by the byte
@@ -47,21 +35,13 @@ struct CsvStops {
 /// a quoted field holds delimiters, line ends and doubled quotes; a quote inside an unquoted
 /// field, or text after a closing quote, is kept literally (Python's non-strict rule). A blank
 /// line is a row of no fields. Thread-safety: one thread.
-class CsvCursor {
+class CsvCursor final : public FileCursor {
  public:
   explicit CsvCursor(CsvRules rules);
-  CsvCursor(const CsvCursor& other) : CsvCursor(other.rules_) {}  // a copy reads no file
-  CsvCursor& operator=(const CsvCursor&) = delete;
 
-  /// Whether a file is being read.
-  [[nodiscard]] bool reading() const noexcept { return file_.has_value(); }
-  /// The path of the file being read (while reading()).
-  [[nodiscard]] const std::string& path() const noexcept { return file_->path(); }
   /// Starts reading `file` from its current offset, as its line 1; the first skip_lines lines are
   /// skipped by the first next().
   void start(OpenedFile file);
-  /// Stops reading the current file.
-  void close() noexcept;
 
   /// Stores the fields of the next row of the current file in `fields` (cleared first); false at
   /// its end, and the file is closed. DataError naming `node` on a read error and on a file that
@@ -74,14 +54,11 @@ class CsvCursor {
   /// The byte offset where the row next() returned last starts.
   [[nodiscard]] std::uint64_t row_offset() const noexcept { return row_offset_; }
 
-  /// The file, the offset of its next row and the lines read (a CsvPosition, "position").
-  void save(StateWriter& writer) const;
-  /// Reopens the saved file at the saved offset; StateError naming `node` when it cannot.
+  /// Reopens the saved file at the saved offset (FileCursor::load), after its skipped lines.
   void load(const StateReader& reader, std::string_view node);
 
  private:
-  /// Reads the next block once the buffer is consumed; false at the end of the file. A read error
-  /// closes the file before its DataError leaves.
+  /// Reads the next block once the buffer is consumed; false at the end of the file.
   bool fill(std::string_view node);
   /// Skips the first skip_lines lines of the file.
   void skip_lines(std::string_view node);
@@ -89,20 +66,12 @@ class CsvCursor {
   void consume_line_end(std::size_t at, std::string_view node);
   /// The DataError of the row next() is reading: `node`, the path, the row's line and offset, `reason`.
   [[nodiscard]] DataError row_error(std::string_view node, std::string_view reason) const;
-  /// The offset of the first byte not consumed.
-  [[nodiscard]] std::uint64_t next_offset() const noexcept { return file_->offset() - (end_ - begin_); }
 
   CsvRules rules_;
-  CsvStops unquoted_{};  // the bytes that end a run of an unquoted field
-  CsvStops quoted_{};    // the bytes that end a run of a quoted field
-  std::optional<OpenedFile> file_;
-  std::vector<char> buffer_;
-  std::size_t begin_ = 0;         // the first byte of buffer_ not consumed
-  std::size_t end_ = 0;           // the end of what buffer_ holds
-  bool at_end_ = false;           // the file has no bytes beyond end_
+  CsvStops unquoted_{};           // the bytes that end a run of an unquoted field
+  CsvStops quoted_{};             // the bytes that end a run of a quoted field
   bool lines_skipped_ = false;    // skip_lines is done for this file
-  std::uint64_t line_ = 0;        // line ends consumed from the current file, skipped lines included
-  std::uint64_t row_line_ = 0;    // where the last row starts
+  std::uint64_t row_line_ = 0;    // where the last row starts (count_: the line ends consumed)
   std::uint64_t row_offset_ = 0;  // idem, in bytes
   std::size_t width_ = 0;         // the field count of the last row: the next row's reserve
 };

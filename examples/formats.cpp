@@ -1,0 +1,94 @@
+// Reads the formats training data comes in: CSV with a header, JSON lines, and TFRecord files of
+// tf.train.Example records. The example writes each file itself (the TFRecord framing and the
+// Example's protobuf bytes by hand, as TensorFlow writes them).
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <variant>
+
+#include <dpipe/dpipe.hpp>
+#include <dpipe/io.hpp>
+
+namespace {
+
+/// CRC32C (Castagnoli), bit by bit, and TFRecord's mask of it.
+std::uint32_t masked_crc32c(std::string_view bytes) {
+  std::uint32_t crc = 0xffffffffU;
+  for (const char byte : bytes) {
+    crc ^= static_cast<unsigned char>(byte);
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0x82f63b78U & (0U - (crc & 1U)));
+  }
+  crc = ~crc;
+  return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
+}
+
+std::string little_endian(std::uint64_t value, int bytes) {
+  std::string out;
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xffU));
+  return out;
+}
+
+std::string varint(std::uint64_t value) {
+  std::string out;
+  for (; value >= 0x80; value >>= 7) out.push_back(static_cast<char>((value & 0x7fU) | 0x80U));
+  out.push_back(static_cast<char>(value));
+  return out;
+}
+
+/// A length-delimited protobuf field.
+std::string field(std::uint64_t number, const std::string& bytes) {
+  return varint((number << 3) | 2) + varint(bytes.size()) + bytes;
+}
+
+/// A tf.train.Example whose feature `name` is the Int64List {value}: Example.features (1) ->
+/// Features.feature (1, a map entry: key 1, value 2) -> Feature.int64_list (3) -> packed values (1).
+std::string example_of(const std::string& name, std::uint64_t value) {
+  const std::string feature = field(3, field(1, varint(value)));
+  return field(1, field(1, field(1, name) + field(2, feature)));
+}
+
+/// One TFRecord: the length, its masked CRC32C, the data, its masked CRC32C.
+std::string framed(const std::string& data) {
+  const std::string length = little_endian(data.size(), 8);
+  return length + little_endian(masked_crc32c(length), 4) + data + little_endian(masked_crc32c(data), 4);
+}
+
+}  // namespace
+
+int main() {
+  const auto dir = std::filesystem::temp_directory_path() / ("dpipe-formats-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "train.csv") << "text,label\n\"hello, world\",1\n\"two\nlines\",0\nplain,2\n";
+  std::ofstream(dir / "train.jsonl") << R"({"id": 1, "text": "a"})"
+                                     << "\n"
+                                     << R"({"id": 2, "text": "b", "tags": ["x"]})"
+                                     << "\n";
+  std::ofstream(dir / "train.tfrecord", std::ios::binary) << framed(example_of("id", 7)) << framed(example_of("id", 8));
+
+  // [csv]
+  auto records = dpipe::io::list_files(dir.string(), {"*.csv"}) | dpipe::io::open_files() |
+                 dpipe::io::parse_csv_as_dict();  // one io::CsvRecord per row, keyed by the header
+  int label_sum = 0;
+  for (const auto& record : records) label_sum += std::stoi(record["label"]);
+  // [csv]
+  // [jsonl]
+  auto values = dpipe::io::list_files(dir.string(), {"*.jsonl"}) | dpipe::io::open_files() |
+                dpipe::io::parse_jsonl();  // one io::Json per line, parsed by simdjson
+  std::string texts;
+  for (const auto& value : values) texts += value["text"].as_string() + std::to_string(value["id"].as_int());
+  // [jsonl]
+  // [tfrecord]
+  auto examples = dpipe::io::list_files(dir.string(), {"*.tfrecord"}) | dpipe::io::open_files() |
+                  dpipe::io::load_from_tfrecord();  // both CRC32Cs checked; io::TFExample maps
+  std::string ids;
+  for (const auto& example : examples) ids += std::to_string(std::get<dpipe::io::Int64List>(example.at("id")).at(0));
+  // [tfrecord]
+  std::printf("csv: label sum %d\njsonl: %s\ntfrecord: ids %s\n", label_sum, texts.c_str(), ids.c_str());
+  std::filesystem::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,91 @@
+#pragma once
+/// \file
+/// FileReader: the loop the per-file readers (readlines, parse_csv and its kin, parse_jsonl,
+/// tfrecord_records, load_from_tfrecord) share.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <dpipe/core/detail/element_skipper.hpp>
+#include <dpipe/core/error.hpp>
+#include <dpipe/core/error_policy.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/opened_file.hpp>
+
+namespace dpipe::io::detail {
+
+/// Takes the files of its source one after the other and reads each through a Cursor (a
+/// FileCursor: LineCursor, CsvCursor, RecordCursor); the derived node makes its elements in
+/// read_next(). A DataError raises, or with OnError::skip is logged and counted, and only the bad
+/// unit is lost (a read error loses the rest of its file: the cursor closed it). Checkpoint state:
+/// the cursor's position, the derived node's own fields (save_more), the skipped count.
+/// Thread-safety: one iterating thread.
+template <class Out, class Cursor>
+class FileReader : public IterDataPipe<Out> {
+ public:
+  void for_each_input(const InputVisitor& visit) override { visit(files_); }
+
+  /// The bad units and unreadable file ends skipped in this epoch.
+  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
+
+  [[nodiscard]] bool save_state(StateWriter& writer) const final {
+    cursor_.save(writer);
+    save_more(writer);
+    skipper_.save(writer);
+    return true;
+  }
+  void load_state(const StateReader& reader) final {
+    cursor_.load(reader, this->label());
+    load_more(reader);
+    skipper_.load(reader);
+  }
+
+ protected:
+  FileReader(std::string_view name, const IterPipe<OpenedFile>& files, Cursor cursor, OnError on_error)
+      : IterDataPipe<Out>(std::string(name)), cursor_(std::move(cursor)), files_(files.ptr()), skipper_(on_error) {}
+
+  /// The next element of the file cursor_ reads, or std::nullopt when that file ended (the cursor
+  /// closed it). Throws DataError for a bad unit.
+  virtual std::optional<Out> read_next() = 0;
+  /// Forgets what the node kept of the file it read last: a new file starts, or a new epoch.
+  virtual void forget_file() {}
+  /// The derived node's own checkpoint fields, after the cursor's.
+  virtual void save_more(StateWriter& /*writer*/) const {}
+  virtual void load_more(const StateReader& /*reader*/) {}
+
+  void reset_impl() final {
+    cursor_.close();
+    forget_file();
+    skipper_.reset();
+    files_.reset();
+  }
+
+  std::optional<Out> next_impl() final {
+    for (;;) {
+      if (!cursor_.reading()) {
+        auto file = files_.next();
+        if (!file) return std::nullopt;
+        cursor_.start(std::move(*file));
+        forget_file();
+      }
+      try {
+        if (auto element = read_next()) return element;
+      } catch (const DataError& error) {
+        skipper_.skip_bad_data(error);
+        this->count_skipped();
+      }
+    }
+  }
+
+  Cursor cursor_;
+
+ private:
+  Input<OpenedFile> files_;
+  dpipe::detail::ElementSkipper skipper_;
+};
+
+}  // namespace dpipe::io::detail
