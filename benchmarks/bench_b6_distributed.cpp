@@ -3,12 +3,14 @@
 // beside the same pipeline without distribution in the same run (each rank's share sharded by
 // hand, no store, no fullsync). Target: fullsync costs at most 10%. Also: rendezvous time for 2
 // and 8 ranks, the store's operations per second, and how many store requests fullsync makes per
-// rank per thousand elements.
+// rank per thousand elements. DPIPE_B6_BLOCK=n sets DistributedOptions::fullsync_block (default
+// 1024) to see what the block size costs.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -31,6 +33,7 @@ using dpipe::testing::free_port;
 using Batch = std::vector<std::int64_t>;
 constexpr std::size_t kCount = 4'000'000;
 constexpr int kEpochs = 3;
+constexpr int kJobs = 3;
 
 /// Runs `rank_body(rank)` in `world` forked processes at once; returns what each reported (a
 /// few doubles through a pipe).
@@ -82,6 +85,7 @@ dpipe::DistributedOptions rank_options(std::size_t rank, std::size_t world, std:
   options.rendezvous.store_port = port;
   options.rendezvous.token = "b6";
   options.name = "b6";
+  if (const char* block = std::getenv("DPIPE_B6_BLOCK")) options.fullsync_block = std::stoul(block);
   return options;
 }
 
@@ -239,8 +243,13 @@ int main() {
   std::printf("B6 distributed: %zu int64 -> shuffle(10000) -> sharding_filter -> map -> batch(64), 2 ranks on loopback\n",
               kCount);
   for (const std::size_t workers : {std::size_t{0}, std::size_t{2}}) {
-    const double alone = job_rate(workers, false);
-    const double synced = job_rate(workers, true);
+    // The best of three jobs each, taken in turn, so that the machine's drift hits both alike.
+    double alone = 0;
+    double synced = 0;
+    for (int job = 0; job < kJobs; ++job) {
+      alone = std::max(alone, job_rate(workers, false));
+      synced = std::max(synced, job_rate(workers, true));
+    }
     std::printf("  %zu workers per rank: sharded by hand %8.2f M elements/s, DistributedReadingService %8.2f M "
                 "elements/s: fullsync costs %+.1f%% (target <= 10%%)\n",
                 workers, alone / 1e6, synced / 1e6, 100.0 * (alone / synced - 1.0));
