@@ -42,7 +42,7 @@ int main() {
     // [own_store]
     dpipe::DistributedOptions distributed;
     distributed.store = my_store;        // the trainer's own store: no TcpStore is started for the loader
-    distributed.name = "train";          // its keys go under "dpipe/train/"
+    distributed.name = "train";          // its keys go under "dpipe/train/0/"
     distributed.rendezvous.rank = rank;  // from the trainer's framework, or left to the launcher
     distributed.rendezvous.world_size = 2;
     dpipe::DataLoader2<int> loader(dpipe::iter::from(ids).shuffle().sharding_filter(),

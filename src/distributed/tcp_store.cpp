@@ -32,10 +32,10 @@ struct TcpStore::Impl {
   /// Connects and shakes hands, retrying with backoff while no server is up (or one is closing
   /// on purpose) until `deadline`. Throws RendezvousError for a refusal, or when the deadline
   /// passes.
-  void connect(Clock::time_point deadline) {
+  void connect(Clock::time_point deadline, std::string failure = "no answer") {
+    // `failure`: what the last attempt that ended met (a store that closed on purpose, first).
     const std::string where = fmt::format("{}:{}", options.host, port);
     std::chrono::milliseconds backoff(10);
-    std::string failure = "no answer";  // what the last attempt that ended met
     while (true) {
       if (auto refused = attempt(deadline, failure)) {
         DPIPE_THROW(RendezvousError, "TcpStore: {} ({})", *refused, where);
@@ -67,7 +67,7 @@ struct TcpStore::Impl {
     asio::async_connect(socket, endpoints, [&](const asio::error_code& error, const auto&) { result = error; });
     if (!run_until(deadline)) return std::nullopt;
     if (result) {
-      failure = result.message();
+      if (!failure.ends_with("no store came back")) failure = result.message();
       return std::nullopt;
     }
     detail::store::Hello hello{kProtocolVersion, options.token, std::nullopt};
@@ -86,7 +86,7 @@ struct TcpStore::Impl {
       return std::nullopt;
     }
     if (welcome.failure == detail::store::Failure::kClosing) {
-      failure = welcome.error;
+      failure = welcome.error + ", and no store came back";
       return std::nullopt;
     }
     return welcome.error;
@@ -100,14 +100,16 @@ struct TcpStore::Impl {
                               std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
     const auto deadline = Clock::now() + options.timeout + grace;
     const std::string what = detail::store::describe(request);
+    std::string closing;  // the notice of a store that closed on purpose
     while (true) {
-      if (!connected) connect(deadline);
+      if (!connected) connect(deadline, closing.empty() ? "no answer" : closing);
       const Reply reply = exchange(detail::store::encode(request), deadline, what);
       if (reply.ok) return reply.body;
       switch (reply.failure) {
         case detail::store::Failure::kClosing:
           close();
           if (request.op == Op::kLeave) return {};
+          closing = reply.error + ", and no store came back";
           continue;
         case detail::store::Failure::kRendezvous:
           DPIPE_THROW(RendezvousError, "TcpStore: {}: {}", what, reply.error);
@@ -190,10 +192,22 @@ struct TcpStore::Impl {
   bool connected = false;
 };
 
-TcpStore::TcpStore(TcpStoreOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
-  if (impl_->options.timeout <= std::chrono::milliseconds(0)) {
-    DPIPE_THROW(InvalidArgument, "TcpStore: the timeout must be positive, got {} ms", impl_->options.timeout.count());
+namespace {
+
+/// Throws InvalidArgument unless `timeout` is positive and at most a year (deadlines are computed
+/// by adding it to the clock).
+void check_timeout(std::chrono::milliseconds timeout) {
+  constexpr std::chrono::milliseconds kLongest = std::chrono::hours(24 * 365);
+  if (timeout <= std::chrono::milliseconds(0) || timeout > kLongest) {
+    DPIPE_THROW(InvalidArgument, "TcpStore: the timeout must be positive and at most a year, got {} ms",
+                timeout.count());
   }
+}
+
+}  // namespace
+
+TcpStore::TcpStore(TcpStoreOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  check_timeout(impl_->options.timeout);
   impl_->port = impl_->options.port;
   if (impl_->options.serve) {
     impl_->server = detail::store::StoreServer::shared(impl_->options.host, impl_->options.port, impl_->options.token,
@@ -295,9 +309,7 @@ void TcpStore::leave() noexcept {
 std::chrono::milliseconds TcpStore::timeout() const { return impl_->options.timeout; }
 
 void TcpStore::set_timeout(std::chrono::milliseconds timeout) {
-  if (timeout <= std::chrono::milliseconds(0)) {
-    DPIPE_THROW(InvalidArgument, "TcpStore: the timeout must be positive, got {} ms", timeout.count());
-  }
+  check_timeout(timeout);
   impl_->options.timeout = timeout;
 }
 

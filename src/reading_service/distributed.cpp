@@ -4,7 +4,8 @@
 #include <dpipe/reading_service/distributed.hpp>
 
 #include <algorithm>
-#include <atomic>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -22,17 +23,22 @@
 namespace dpipe {
 namespace {
 
-/// The default key prefix of the next loader of this process: "loader<k>/".
-std::string next_loader_prefix() {
-  static std::atomic<std::uint64_t> loaders{0};
-  return fmt::format("loader{}/", loaders.fetch_add(1, std::memory_order_relaxed));
+/// The key prefix of this process's next loader named `name` for rank `rank`: "<name>/<k>/", k
+/// counting the loaders of that name and rank this process started ("loader" when unnamed), so
+/// that a loader built again under a name (a validation loader each epoch) never meets the rounds
+/// of the one before. (Counting per rank lets one process play several ranks, as tests do.)
+std::string next_loader_prefix(const std::string& name, std::size_t rank) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::size_t>, std::uint64_t> started;
+  const std::lock_guard lock(mutex);
+  return fmt::format("{}/{}/", name, started[{name, rank}]++);
 }
 
 }  // namespace
 
 DistributedReadingService::DistributedReadingService(DistributedOptions options) : options_(std::move(options)) {
-  if (options_.timeout <= std::chrono::milliseconds(0)) {
-    DPIPE_THROW(InvalidArgument, "DistributedReadingService: the timeout must be positive, got {} ms",
+  if (options_.timeout <= std::chrono::milliseconds(0) || options_.timeout > std::chrono::hours(24 * 365)) {
+    DPIPE_THROW(InvalidArgument, "DistributedReadingService: the timeout must be positive and at most a year, got {} ms",
                 options_.timeout.count());
   }
 }
@@ -53,7 +59,7 @@ DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
   if (root_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() was already called");
   const LaunchEnvironment environment = detect();
   group_ = std::make_shared<detail::dist::RankGroup>(
-      environment, options_, options_.name.empty() ? next_loader_prefix() : options_.name + "/");
+      environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment.rank));
   graph::apply_sharding(graph, environment.world_size, environment.rank, ShardingPriority::kDistributed);
   if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr) {
     graph = apply_typed_op<ops::AppendFullSync>(graph, options_.timeout);

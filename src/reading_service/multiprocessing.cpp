@@ -1,6 +1,9 @@
 // MultiProcessingReadingService: splitting the graph, and the service's protocol on top of
 // ProcessGroup.
 
+#include <algorithm>
+
+#include <dpipe/core/capabilities.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/logging.hpp>
@@ -108,7 +111,9 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
         options_.num_workers, threads ? "threads" : "processes");
   }
   shadow_ = graph::clone(graph);
-  distributed_ = graph::sharded_for(graph, ShardingPriority::kDistributed);
+  const auto syncing = graph::find_dps<RankSyncDataPipe>(graph::traverse_dps(graph));
+  distributed_ = graph::sharded_for(graph, ShardingPriority::kDistributed) ||
+                 std::ranges::any_of(syncing, [](const auto& node) { return node->joined(); });
 
   detail::mp::GroupPlan plan;
   plan.config = detail::mp::GroupConfig{.num_workers = options_.num_workers,

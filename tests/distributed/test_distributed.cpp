@@ -340,8 +340,8 @@ TEST_CASE("Distributed: the store's host killed mid-epoch stops the other ranks"
   CHECK(std::regex_match(outcomes[1].out,
                          std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 1 of 2 under "
                                     "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): fullsync round "
-                                    "([0-9]+) of its epoch 1: TcpStore: exchange\\(post 'loader0/fullsync0/1/[0-9]+', "
-                                    "collect 'loader0/fullsync0/1/\\1', rank 1 of 2\\): the connection to the store at "
+                                    "([0-9]+) of its epoch 1: TcpStore: exchange\\(post 'loader/0/fullsync0/1/[0-9]+', "
+                                    "collect 'loader/0/fullsync0/1/\\1', rank 1 of 2\\): the connection to the store at "
                                     "127\\.0\\.0\\.1:[0-9]+ failed: .+\n")));
 }
 
@@ -353,7 +353,7 @@ TEST_CASE("Distributed: a rank that never arrives is named at the timeout", "[di
     CHECK(std::regex_match(outcomes[0].out,
                            std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 0 of 2 under "
                                       "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): sharing rank "
-                                      "0's seed of epoch round 0: TcpStore: all_gather\\('loader0/seed/0', rank 0 of "
+                                      "0's seed of epoch round 0: TcpStore: all_gather\\('loader/0/seed/0', rank 0 of "
                                       "2\\): rank 1 did not arrive within 1500 ms\n")));
   }
   SECTION("rank 0 missing") {

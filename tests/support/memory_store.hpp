@@ -1,6 +1,6 @@
 #pragma once
 // MemoryStore: a Store of a trainer's own, kept in this process's memory (the ranks of a test are
-// threads), with Store's default all_gather. It stands for the store a trainer's framework
+// threads), with Store's default exchange. It stands for the store a trainer's framework
 // already has, which it hands to DistributedReadingService.
 
 #include <chrono>

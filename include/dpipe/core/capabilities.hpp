@@ -76,9 +76,9 @@ class RankSync {
   /// naming a rank that failed or is gone, or the ranks that did not arrive in time.
   virtual std::optional<Agreement> exchange(std::optional<Count> post, std::optional<Round> collect,
                                             std::chrono::milliseconds timeout) = 0;
-  /// Tells the other ranks, without waiting for them, that this rank failed instead of posting
-  /// `round` (`reason`: what it caught): their collect of that round throws RendezvousError naming
-  /// this rank and the reason. Never throws.
+  /// Tells the other ranks, without waiting for them (and for the store a moment at most), that
+  /// this rank failed instead of posting `round` (`reason`: what it caught): their collect of that
+  /// round throws RendezvousError naming this rank and the reason. Never throws.
   virtual void fail(Round round, const std::string& reason) noexcept = 0;
   /// The most elements a rank reads ahead for one round.
   [[nodiscard]] virtual std::size_t max_block() const noexcept = 0;
@@ -90,7 +90,10 @@ class RankSync {
 class RankSyncDataPipe {
  public:
   virtual ~RankSyncDataPipe() = default;
+  /// `sync` is null in a world of one, where the node passes its elements through.
   virtual void join_ranks(std::shared_ptr<RankSync> sync) = 0;
+  /// Whether a distributed service joined it.
+  [[nodiscard]] virtual bool joined() const noexcept = 0;
 };
 
 }  // namespace dpipe

@@ -37,10 +37,10 @@ struct TcpStoreOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
   /// The largest frame either side accepts.
   std::size_t max_message_bytes = std::size_t{64} << 20;
-  /// The rank this client speaks for, and what it is a rank of (a loader's key prefix): the
-  /// rounds under that prefix that still wait for this rank then fail at once, naming
-  /// it, when its connection closes (its process died) or it calls leave(), instead of running
-  /// into their timeout. Unset: the client is nobody in particular.
+  /// The rank this client speaks for, and what it is a rank of (a loader's key prefix; empty:
+  /// every round of the store): the rounds under that prefix that still wait for this rank then
+  /// fail at once, naming it, when its connection closes (its process died) or it calls leave(),
+  /// instead of running into their timeout. Unset: the client is nobody in particular.
   std::optional<std::size_t> rank;
   std::string member;
 };
@@ -52,7 +52,9 @@ class TcpStore final : public Store {
   /// bound, or when the server cannot be reached or refuses the connection within the timeout;
   /// InvalidArgument for a host that does not resolve.
   explicit TcpStore(TcpStoreOptions options);
-  /// Closes the connection, and stops the server (closing its clients' connections).
+  /// Closes the connection. The last TcpStore of the process serving a port stops the server: it
+  /// lingers while a rank still connected has yet to collect a round another rank collected (up
+  /// to the rounds' timeout), then tells every client it closes and closes their connections.
   ~TcpStore() override;
   TcpStore(const TcpStore&) = delete;
   TcpStore& operator=(const TcpStore&) = delete;
@@ -64,10 +66,11 @@ class TcpStore final : public Store {
                                      std::span<const std::byte> desired) override;
   void wait(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;
-  /// One request per rank; the server forgets a round once every rank collected it, and fails it
-  /// for everyone when its timeout passes (TimeoutError naming the ranks that did not arrive) or
-  /// when a missing rank is gone (RendezvousError: "rank 1 is gone: its connection to the store
-  /// closed").
+  /// One request per rank; the server forgets a round once every rank collected it (a round no
+  /// rank collects stays until the server stops), and fails it for everyone when its timeout
+  /// passes (TimeoutError naming the ranks that did not arrive; the call itself waits a second
+  /// longer for that answer) or when a missing rank is gone (RendezvousError: "rank 1 is gone:
+  /// its connection to the store closed").
   std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
                                                const std::string& collect, std::size_t rank,
                                                std::size_t world_size) override;

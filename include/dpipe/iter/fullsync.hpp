@@ -15,9 +15,10 @@
 /// whose source throws tells the others before it rethrows; their fullsync raises
 /// RendezvousError naming it.
 ///
-/// Checkpoint state: the epoch and round, the elements handed out and agreed, the count posted
-/// and not yet collected, and the elements read ahead. A restore posts that count again, to the
-/// store of the new job.
+/// Checkpoint state: the epoch and round, the elements handed out and agreed, the last counts it
+/// posted, and the elements read ahead. A restore posts those counts again, to the store of the
+/// new job, so that ranks whose checkpoints stand a few rounds apart (a prefetch after fullsync
+/// reads ahead on each rank at its own pace) still find every count they collect.
 
 #include <algorithm>
 #include <chrono>
@@ -57,7 +58,11 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
   void for_each_input(const InputVisitor& visit) override { visit(source_); }
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<FullSync>(*this); }
 
-  void join_ranks(std::shared_ptr<RankSync> sync) override { sync_ = std::move(sync); }
+  void join_ranks(std::shared_ptr<RankSync> sync) override {
+    sync_ = std::move(sync);
+    joined_ = true;
+  }
+  [[nodiscard]] bool joined() const noexcept override { return joined_; }
 
   /// How long a rank waits for the others in a round before failing.
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
@@ -70,12 +75,17 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     writer.write("ended", ended_);
     writer.write("source_ended", source_ended_);
     writer.write("block", std::uint64_t{block_});
-    writer.write("posted", posted_.has_value());
-    const RankSync::Count posted = posted_.value_or(RankSync::Count{});
-    writer.write("posted_epoch", posted.round.epoch);
-    writer.write("posted_round", posted.round.number);
-    writer.write("posted_available", posted.available);
-    writer.write("posted_ended", posted.ended);
+    std::vector<std::uint64_t> rounds;
+    std::vector<std::uint64_t> available;
+    std::vector<std::uint8_t> ended;
+    for (const auto& count : recent_) {
+      rounds.push_back(count.round.number);
+      available.push_back(count.available);
+      ended.push_back(count.ended ? 1 : 0);
+    }
+    writer.write("posted_rounds", rounds);
+    writer.write("posted_available", available);
+    writer.write("posted_ended", ended);
     detail::write_elements<T>(writer, "ahead", *this, std::span<const T>(*ahead_).subspan(head_));
     return true;
   }
@@ -88,14 +98,19 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     ended_ = reader.read<bool>("ended");
     source_ended_ = reader.read<bool>("source_ended");
     block_ = reader.read<std::uint64_t>("block");
-    const bool posted = reader.read<bool>("posted");
-    const RankSync::Count count{{reader.read<std::uint64_t>("posted_epoch"), reader.read<std::uint64_t>("posted_round")},
-                                reader.read<std::uint64_t>("posted_available"),
-                                reader.read<bool>("posted_ended")};
-    posted_ = posted ? std::optional(count) : std::nullopt;
+    const auto rounds = reader.read<std::vector<std::uint64_t>>("posted_rounds");
+    const auto available = reader.read<std::vector<std::uint64_t>>("posted_available");
+    const auto ended = reader.read<std::vector<std::uint8_t>>("posted_ended");
+    if (available.size() != rounds.size() || ended.size() != rounds.size() || rounds.size() > kRecent) {
+      DPIPE_THROW(StateError, "{}: the state's posted counts do not fit together", this->label());
+    }
+    recent_.clear();
+    for (std::size_t i = 0; i < rounds.size(); ++i) {
+      recent_.push_back(RankSync::Count{{epoch_, rounds[i]}, available[i], ended[i] != 0});
+    }
     ahead_ = detail::read_elements<T>(reader, "ahead", *this);
     head_ = 0;
-    repost_ = posted_.has_value();
+    repost_ = !recent_.empty();
     if (bound_ < yielded_ || bound_ - yielded_ > ahead_->size()) {
       DPIPE_THROW(StateError, "{}: the state agrees on {} elements after {} handed out, but holds {}", this->label(),
                   bound_, yielded_, ahead_->size());
@@ -111,7 +126,9 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     bound_ = 0;
     ended_ = false;
     source_ended_ = false;
-    block_ = 1;  // posted_ stays: the epoch's first round collects what the last one posted
+    block_ = 1;
+    recent_.clear();
+    repost_ = false;
     ahead_->clear();
     head_ = 0;
   }
@@ -152,10 +169,12 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
   }
 
   /// Reads the next block ahead, posts how many this rank holds now, and collects the round
-  /// posted before. The first round of an epoch collects the last round the epoch before posted
-  /// (every rank posted it before it learnt the epoch ended; collected, the store forgets it) and
-  /// learns nothing: it takes two rounds to agree.
+  /// posted before (the first round of an epoch has none: it takes two rounds to agree). The last
+  /// round an epoch posts is never collected; the store keeps it (a few bytes per rank).
   void run_round() {
+    if (std::exchange(repost_, false)) {
+      for (const auto& count : recent_) (void)sync_->exchange(count, std::nullopt, timeout_);  // a new store
+    }
     ahead_->erase(ahead_->begin(), ahead_->begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
     const RankSync::Round round{epoch_, round_};
@@ -168,18 +187,20 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
       }
       block_ = std::min(block_ * 2, std::max<std::size_t>(sync_->max_block(), 1));
     }
-    if (std::exchange(repost_, false)) (void)sync_->exchange(posted_, std::nullopt, timeout_);  // a new store
     const RankSync::Count count{round, yielded_ + ahead_->size(), source_ended_};
     std::optional<RankSync::Round> collect;
-    if (posted_) collect = posted_->round;
+    if (!recent_.empty()) collect = recent_.back().round;
     const auto agreement = sync_->exchange(count, collect, timeout_);
-    const bool learnt = posted_ && posted_->round.epoch == epoch_;
-    posted_ = count;
+    if (recent_.size() == kRecent) recent_.erase(recent_.begin());
+    recent_.push_back(count);
     ++round_;
-    if (!learnt) return;
+    if (!agreement) return;
     bound_ = agreement->bound;
     ended_ = agreement->ended;
   }
+
+  /// The counts a restore posts again.
+  static constexpr std::size_t kRecent = 8;
 
   Input<T> source_;
   std::chrono::milliseconds timeout_;
@@ -191,8 +212,9 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
   bool ended_ = false;         // the epoch ends at bound_
   bool source_ended_ = false;
   std::size_t block_ = 1;                   // elements the next round reads ahead
-  std::optional<RankSync::Count> posted_;  // posted, not collected yet (maybe by the epoch before)
-  bool repost_ = false;                     // restored: post posted_ again, to the new job's store
+  std::vector<RankSync::Count> recent_;  // the last counts posted this epoch, the newest not collected yet
+  bool repost_ = false;                   // restored: post recent_ again, to the new job's store
+  bool joined_ = false;                   // a distributed service joined it (a world of one too)
   detail::IterationLocal<std::vector<T>> ahead_;  // read ahead, from head_ on
   std::size_t head_ = 0;
 };

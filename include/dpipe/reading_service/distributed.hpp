@@ -60,9 +60,9 @@ struct DistributedOptions {
   /// a TcpStore (one server per process and port, shared by the process's loaders) and every
   /// loader of every rank connects to it.
   std::shared_ptr<Store> store{};
-  /// The prefix of this loader's keys in the store. Empty: "loader<k>/", k counting the
-  /// distributed loaders this process started, so the ranks' k-th loaders meet; name loaders that
-  /// not every rank creates, or not in the same order.
+  /// The name of this loader's keys in the store: they go under "<name>/<k>/", k counting the
+  /// loaders of that name this process started, so that the ranks' k-th loaders of a name meet.
+  /// Empty: "loader". Name loaders that not every rank creates, or not in the same order.
   std::string name{};
   /// The most elements fullsync reads ahead for one round of agreement with the other ranks:
   /// rounds start at 1 element per epoch and double up to this, so the store sees about one

@@ -160,7 +160,7 @@ class MultiProcessingReadingService final
   DataPipePtr placeholder_;  // where the dispatched elements enter the branch, or null
   std::unique_ptr<graph::BackgroundStop> main_stopped_;  // the main process's nodes, while stopped
   bool paused_ = false;
-  bool distributed_ = false;  // a distributed service sharded the graph first (and reseeds every epoch)
+  bool distributed_ = false;  // a distributed service ran first (it reseeds every epoch)
 };
 
 }  // namespace dpipe

@@ -128,7 +128,12 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
       refuse(fmt::format("a malformed request ({})", error.what()));
       return;
     }
-    server_.serve(shared_from_this(), std::move(request));
+    try {
+      server_.serve(shared_from_this(), std::move(request));
+    } catch (const std::exception& error) {  // out of memory, say: this request, not the store
+      refuse(fmt::format("the store could not serve a request ({})", error.what()));
+      return;
+    }
     read_frame();
   }
 
@@ -199,7 +204,11 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
 };
 
 StoreServer::StoreServer(const std::string& host, std::uint16_t port, std::string token, std::size_t max_message_bytes)
-    : acceptor_(io_), cutoff_(io_), token_(std::move(token)), max_message_bytes_(max_message_bytes) {
+    : acceptor_(io_),
+      cutoff_(io_),
+      retry_accept_(io_),
+      token_(std::move(token)),
+      max_message_bytes_(max_message_bytes) {
   try {
     asio::ip::tcp::resolver resolver(io_);
     const auto endpoint = resolver.resolve(host, std::to_string(port)).begin()->endpoint();
@@ -227,6 +236,7 @@ StoreServer::~StoreServer() {
     lingering_ = true;
     asio::error_code ignored;
     acceptor_.close(ignored);
+    retry_accept_.cancel();
     std::uint64_t longest = 0;
     for (const auto& [name, round] : rounds_) longest = std::max(longest, round.timeout_ms);
     cutoff_.expires_after(std::chrono::milliseconds(longest));
@@ -283,11 +293,25 @@ void StoreServer::close_all() {
   });
   for (const auto& weak : connections_) {
     if (auto connection = weak.lock()) {
-      if (connection->greeted()) connection->send(closing);
+      if (connection->greeted()) connection->send(closing_reply(connection->member(), closing));
       connection->finish();
     }
   }
   stop_when_closed();
+}
+
+Reply StoreServer::closing_reply(const std::optional<Member>& member, const Reply& closing) const {
+  if (!member) return closing;
+  // A rank of a loader whose rank on this process left: what it asks next, no other store answers.
+  for (const auto& [departed, why] : departed_) {
+    if (departed.name == member->name && departed.rank != member->rank) {
+      return Reply{.ok = false,
+                   .body = {},
+                   .failure = Failure::kRendezvous,
+                   .error = fmt::format("rank {} is gone: {}", departed.rank, why)};
+    }
+  }
+  return closing;
 }
 
 std::shared_ptr<StoreServer> StoreServer::shared(const std::string& host, std::uint16_t port, const std::string& token,
@@ -313,7 +337,16 @@ std::shared_ptr<StoreServer> StoreServer::shared(const std::string& host, std::u
 
 void StoreServer::accept() {
   acceptor_.async_accept([this](const asio::error_code& error, asio::ip::tcp::socket socket) {
-    if (error) return;  // the acceptor was closed
+    if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;  // the acceptor was closed
+    if (error) {
+      // Out of descriptors, say: try again shortly rather than stop accepting for good.
+      log_warning("TcpStore: accepting a connection failed: {}; trying again", error.message());
+      retry_accept_.expires_after(std::chrono::milliseconds(100));
+      retry_accept_.async_wait([this](const asio::error_code& cancelled) {
+        if (!cancelled && acceptor_.is_open()) accept();
+      });
+      return;
+    }
     auto connection = std::make_shared<Connection>(*this, std::move(socket));
     std::erase_if(connections_, [](const std::weak_ptr<Connection>& weak) { return weak.expired(); });
     connections_.push_back(connection);
@@ -398,17 +431,28 @@ void StoreServer::settle_waiters() {
   });
 }
 
+namespace {
+
+Reply invalid(std::string error) {
+  return Reply{.ok = false, .body = {}, .failure = Failure::kInvalid, .error = std::move(error)};
+}
+
+}  // namespace
+
 void StoreServer::exchange(const std::shared_ptr<Connection>& connection, Request request) {
-  const auto refuse = [&](const std::string& error) {
-    connection->send(Reply{.ok = false, .body = {}, .failure = Failure::kInvalid, .error = error});
-  };
+  constexpr std::uint64_t kMaxWorldSize = std::uint64_t{1} << 20;
+  if (request.world_size > kMaxWorldSize) {
+    connection->send(invalid(fmt::format("a world of {} ranks is more than this store serves ({})",
+                                         request.world_size, kMaxWorldSize)));
+    return;
+  }
   if (request.rank >= request.world_size) {
-    refuse(fmt::format("rank {} is outside a world of {}", request.rank, request.world_size));
+    connection->send(invalid(fmt::format("rank {} is outside a world of {}", request.rank, request.world_size)));
     return;
   }
   if (!request.key.empty()) {
     if (auto error = arrive(request.key, request)) {
-      refuse(*error);
+      connection->send(invalid(*error));
       return;
     }
   }
@@ -475,10 +519,7 @@ void StoreServer::collect(const std::shared_ptr<Connection>& connection, const s
   std::string error;
   Round* round = open_round(name, request.world_size, request.timeout_ms, error);
   if (round == nullptr) {
-    connection->send(Reply{.ok = false,
-                           .body = {},
-                           .failure = Failure::kInvalid,
-                           .error = fmt::format("rank {} says {}", request.rank, error)});
+    connection->send(invalid(fmt::format("rank {} says {}", request.rank, error)));
     return;
   }
   if (round->complete()) {

@@ -24,8 +24,9 @@ class StoreServer {
   /// Binds `host`:`port` (0: any free port) and starts serving. Throws RendezvousError when it
   /// cannot bind.
   StoreServer(const std::string& host, std::uint16_t port, std::string token, std::size_t max_message_bytes);
-  /// Sends the replies already decided (a completed round's), then closes every connection and
-  /// joins the thread.
+  /// Lingers while a rank still connected has yet to collect a round another rank collected (up
+  /// to the rounds' timeout), sends the replies already decided, tells every client the store
+  /// closes, closes every connection and joins the thread.
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -88,6 +89,9 @@ class StoreServer {
   void stop_when_settled();
   /// Tells every client that the store closes, and closes.
   void close_all();
+  /// What a client of `member` hears when the store closes: `closing` (ask the next server), or,
+  /// when another rank of its loader left, that this rank is gone (no server will answer).
+  [[nodiscard]] Reply closing_reply(const std::optional<Member>& member, const Reply& closing) const;
   /// Replies to the waiters whose keys all exist now.
   void settle_waiters();
   [[nodiscard]] bool has_all(const std::vector<std::string>& keys) const;
@@ -102,7 +106,8 @@ class StoreServer {
 
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer cutoff_;  // while lingering or stopping: how long the peers get
+  asio::steady_timer cutoff_;        // while lingering or stopping: how long the peers get
+  asio::steady_timer retry_accept_;  // after a failed accept
   std::uint16_t port_ = 0;
   std::string token_;
   std::size_t max_message_bytes_;

@@ -28,11 +28,11 @@ template <class T>
 T decode(const std::vector<std::byte>& bytes, std::size_t rank, const RankGroup& group, const std::string& what) {
   try {
     return from_bytes<T>(bytes);
-  } catch (const SerializationError&) {
+  } catch (const SerializationError& error) {
     DPIPE_THROW(RendezvousError,
-                "DistributedReadingService ({}): {}: rank {} sent a value this dpipe cannot read (another version of "
-                "dpipe, or another program, on that rank?)",
-                group.where(), what, rank);
+                "DistributedReadingService ({}): {}: rank {} sent a value this dpipe cannot read ({}; another version "
+                "of dpipe, or another program, on that rank?)",
+                group.where(), what, rank, error.what());
   }
 }
 
@@ -162,12 +162,22 @@ std::vector<std::vector<std::byte>> RankGroup::exchange(const std::string& post,
 }
 
 void RankGroup::post(const std::string& round, std::span<const std::byte> value) noexcept {
+  // A failing rank tells the others and goes on failing: it waits for the store a moment at most.
+  constexpr std::chrono::milliseconds kPatience(2000);
   try {
     const std::lock_guard lock(mutex_);
     connect();
-    if (store_) store_->exchange(round, value, {}, environment_.rank, environment_.world_size);
+    if (!store_) return;
+    const auto previous = store_->timeout();
+    store_->set_timeout(std::min(previous, kPatience));
+    try {
+      store_->exchange(round, value, {}, environment_.rank, environment_.world_size);
+    } catch (const std::exception&) {
+      // The store is gone: the other ranks learn of this rank from it (its connection closes).
+    }
+    store_->set_timeout(previous);
   } catch (const std::exception&) {
-    // The store is gone: the other ranks learn of this rank from it (its connection closes).
+    // Not even connected: the others learn of this rank at their timeout.
   }
 }
 
