@@ -152,11 +152,6 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
     return produced;
   }
 
-  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
-    if (sync_) return std::nullopt;  // the least of all ranks, known only as the epoch runs
-    return source_.length();
-  }
-
  private:
   /// Whether the ranks agreed on an element past those handed out, running rounds until they do
   /// or until the epoch ends.
