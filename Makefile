@@ -15,6 +15,9 @@ PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 l
 bench: EXTRA_PACKAGES := time
 test test-asan: EXTRA_PACKAGES := openmpi-bin
 CMAKE_COMMON := -DDPIPE_WERROR=ON
+# The test builds: -O1 with line tables compiles in half the time of RelWithDebInfo's -O2 -g,
+# and line tables are all a sanitizer report or a backtrace needs.
+TEST_BUILD := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" $(CMAKE_COMMON)
 
 .PHONY: deps demo test test-asan test-tsan bench clean
 
@@ -35,18 +38,18 @@ demo: deps
 	./build/release/examples/dpipe_demo
 
 test: deps
-	cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_COMMON)
+	cmake -S . -B build/test $(TEST_BUILD)
 	cmake --build build/test -j$(JOBS)
 	ctest --test-dir build/test --output-on-failure -j$(JOBS)
 
 test-asan: deps
-	cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPIPE_SANITIZE=address,undefined $(CMAKE_COMMON)
+	cmake -S . -B build/asan -DDPIPE_SANITIZE=address,undefined $(TEST_BUILD)
 	cmake --build build/asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure -j$(JOBS)
 
 test-tsan: deps
-	cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPIPE_SANITIZE=thread -DDPIPE_BUILD_EXAMPLES=OFF $(CMAKE_COMMON)
+	cmake -S . -B build/tsan -DDPIPE_SANITIZE=thread -DDPIPE_BUILD_EXAMPLES=OFF $(TEST_BUILD)
 	cmake --build build/tsan -j$(JOBS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j$(JOBS)
 
