@@ -51,7 +51,7 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B build/tsan -DDPIPE_SANITIZE=thread -DDPIPE_BUILD_EXAMPLES=OFF $(TEST_BUILD)
 	cmake --build build/tsan -j$(JOBS)
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j$(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp ctest --test-dir build/tsan --output-on-failure -j$(JOBS)
 
 bench: deps
 	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDPIPE_BUILD_TESTS=OFF -DDPIPE_BUILD_EXAMPLES=OFF \
