@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -90,6 +91,26 @@ TEST_CASE("sharding_filter: groups combine as worker + workers * rank", "[iter][
   node.apply_sharding(2, 1, dpipe::ShardingPriority::kDistributed);  // filtered out
   node.apply_sharding(5, 3, dpipe::ShardingPriority::kMultiprocessing);
   CHECK(collect(filtered) == std::vector<int>{3, 8});
+}
+
+TEST_CASE("sharding_filter: what precedes an upstream failure is still this instance's share",
+          "[iter][sharding][error_policy]") {
+  // The map throws at 7 after appending 0..6 in one bulk read; a skipping map below the filter
+  // maps what was appended before the failure, which must be instance 1's elements only.
+  auto sharded = iter::from(range(12))
+                     .map([](int x) {
+                       if (x == 7) throw std::out_of_range("upstream");
+                       return x;
+                     })
+                     .sharding_filter();
+  dpipe::graph::apply_sharding(sharded.ptr(), 3, 1);
+  std::vector<int> seen;
+  CHECK_THROWS_MATCHES(
+      [&] {
+        for (int x : sharded.map([](int x) { return x * 10; }, dpipe::OnError::skip())) seen.push_back(x);
+      }(),
+      std::out_of_range, Catch::Message("upstream"));
+  CHECK(seen == std::vector<int>{10, 40});
 }
 
 TEST_CASE("sharding_filter: torchdata's errors", "[iter][sharding]") {

@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include <dpipe/core/detail/compact.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -93,8 +92,15 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
       const std::size_t offset = (settings_.instance_id() + instances - index_ % instances) % instances;
       const std::size_t wanted = offset + (n - produced - 1) * instances + 1;
       const std::size_t start = out.size();
-      const std::size_t got = source_.pull(out, wanted);
-      produced += detail::compact(out, start, [this](const T&) { return keeps(index_++); });
+      std::size_t got = 0;
+      try {
+        got = source_.pull(out, wanted);
+      } catch (...) {
+        // What the source appended before failing precedes the failure: keep this instance's share.
+        (void)keep_share(out, start, offset, instances);
+        throw;
+      }
+      produced += keep_share(out, start, offset, instances);
       if (got < wanted) break;
     }
     return produced;
@@ -108,6 +114,21 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
   }
 
  private:
+  /// Keeps this instance's elements of those appended to `out` since `start` (the one at
+  /// `offset` and every `instances`-th after it), erases the others, and counts them all in the
+  /// index. A stride, not a test of every index: no division per element.
+  std::size_t keep_share(std::vector<T>& out, std::size_t start, std::size_t offset, std::size_t instances) {
+    const std::size_t appended = out.size() - start;
+    std::size_t kept = 0;
+    for (std::size_t at = offset; at < appended; at += instances) {
+      if (at != kept) out[start + kept] = std::move(out[start + at]);
+      ++kept;
+    }
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(start + kept), out.end());
+    index_ += appended;
+    return kept;
+  }
+
   [[nodiscard]] bool keeps(std::size_t index) const noexcept {
     return index % settings_.num_instances() == settings_.instance_id();
   }
