@@ -293,8 +293,9 @@ struct SavedProgress {
 };
 
 TEST_CASE("MP checkpoint: a worker's inconsistent progress is refused at load instead of hanging", "[mp][checkpoint]") {
-  // Each worker yields 100 elements, far more than it sends ahead: worker 1 is mid-stream.
-  const auto pipe = [] { return iter::from(range(200)).sharding_filter(); };
+  // Each worker yields 100000 elements, far more than it sends ahead (its prefetch counts, or
+  // 64 KiB of small elements): worker 1 is mid-stream.
+  const auto pipe = [] { return iter::from(range(200000)).sharding_filter(); };
   std::vector<std::byte> blob;
   {
     DataLoader2<int> loader(pipe(), workers(2));

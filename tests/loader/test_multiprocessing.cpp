@@ -2,6 +2,7 @@
 // order, seeding, the worker hooks, element types crossing, to_dot.
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 #include "support/message.hpp"
+#include "support/shared_counter.hpp"
 
 namespace {
 
@@ -142,6 +144,28 @@ TEST_CASE("MultiProcessing: any prefetch counts (0 included) give the in-process
       CHECK(epoch(loader) == second);
     }
   }
+}
+
+TEST_CASE("MultiProcessing: a worker process runs ahead of its prefetch counts with small elements", "[mp]") {
+  // One element may be in flight by the prefetch counts; small elements may run ahead of them
+  // within the worker's allowance (64 KiB), so the worker makes 300 ints while the main process
+  // holds the first. Without the allowance it would stop after the first few.
+  const auto made = std::make_shared<dpipe::testing::SharedCounter>();
+  MultiProcessingOptions options{.num_workers = 1};
+  options.worker_prefetch_cnt = 1;
+  options.main_prefetch_cnt = 0;
+  auto pipe = iter::from(range(1000)).sharding_filter().map([made](int x) {
+    made->add();
+    return x;
+  });
+  DataLoader2<int> loader(pipe, MultiProcessingReadingService(options));
+  auto it = loader.begin();
+  CHECK(*it == 0);
+  CHECK(made->wait_for(300, std::chrono::seconds(30)) >= 300);
+  std::vector<int> rest;
+  for (++it; it != loader.end(); ++it) rest.push_back(*it);
+  CHECK(rest.size() == 999);
+  CHECK(rest.back() == 999);
 }
 
 /// worker_reset_fn's calls, counted in the process that runs it (a worker or the dispatcher).

@@ -159,6 +159,24 @@ TEST_CASE("transport: a waiting writer is woken when what it waits for is there 
   CHECK(release_next());
   writer.clear_wake();
   CHECK_FALSE(release_next());
+
+  // At most 1 element or at most 1616 bytes (two records) in flight: the bytes come first.
+  TestRing fresh(4096);
+  dpipe::detail::mp::RingWriter bytes_writer(fresh.memory());
+  dpipe::detail::mp::RingReader bytes_reader(fresh.memory());
+  for (int i = 0; i < 4; ++i) REQUIRE(bytes_writer.try_write(RecordKind::kElement, payload));
+  CHECK(bytes_writer.bytes_in_flight() == 4 * 808);
+  const auto release_bytes = [&] {
+    const auto record = bytes_reader.peek();
+    REQUIRE(record);
+    return bytes_reader.release(*record);
+  };
+  bytes_writer.request_wake_for_elements(1, 2 * 808);
+  CHECK_FALSE(release_bytes());
+  CHECK(release_bytes());
+  CHECK(bytes_writer.bytes_in_flight() == 2 * 808);
+  bytes_writer.clear_wake();
+  CHECK_FALSE(release_bytes());
 }
 
 /// Counts liveness checks, and the thorough ones (at most one per liveness period of waiting).

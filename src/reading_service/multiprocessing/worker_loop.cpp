@@ -21,6 +21,10 @@ namespace {
 
 /// Elements encoded between two looks at the control ring.
 constexpr std::size_t kBatch = 16;
+/// A worker process may run ahead of its prefetch counts while the elements in flight take less
+/// than this: small elements (a line, a few numbers) then cross in runs of hundreds, with one
+/// wake-up per run instead of one per few elements. Memory stays bounded by this allowance.
+constexpr std::uint64_t kSmallElementsBytes = std::uint64_t{64} << 10;
 
 class Worker final : public ChildLoop {
  public:
@@ -32,7 +36,8 @@ class Worker final : public ChildLoop {
         sink_(launch.pool->data_ring(launch.worker_id), endpoint_, &launch.pool->main_bell(), "the main process"),
         budget_(std::max<std::size_t>(
             1, plan_.config.worker_prefetch_cnt +
-                   (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)) {
+                   (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)),
+        small_elements_(!plan_.config.threads) {
     start([&] { build_graph(launch); },
           launch.restored != nullptr ? &launch.restored->workers.at(info_.worker_id) : nullptr);
   }
@@ -76,11 +81,22 @@ class Worker final : public ChildLoop {
     graph::set_graph_random_seed(root_, seeds);
   }
 
-  [[nodiscard]] bool has_room() override { return sink_.writer().elements_in_flight() < budget_; }
+  /// Room for another element: fewer than the prefetch counts are in flight, or (worker processes)
+  /// the elements in flight are small ones that together take less than kSmallElementsBytes.
+  [[nodiscard]] bool has_room() override {
+    return sink_.writer().elements_in_flight() < budget_ || small_elements_room() > 0;
+  }
 
   void produce() override {
-    const std::size_t wanted =
-        std::min(kBatch, budget_ - static_cast<std::size_t>(sink_.writer().elements_in_flight()));
+    const auto in_flight = static_cast<std::size_t>(sink_.writer().elements_in_flight());
+    std::size_t wanted = 0;
+    if (in_flight < budget_) {
+      wanted = std::min(kBatch, budget_ - in_flight);
+    } else {
+      // As many as fit the allowance at the average size of those in flight.
+      const std::uint64_t average = std::max<std::uint64_t>(1, sink_.writer().bytes_in_flight() / in_flight);
+      wanted = static_cast<std::size_t>(std::clamp<std::uint64_t>(small_elements_room() / average, 1, kBatch));
+    }
     if (encoder_->encode(wanted, sink_) < wanted) {
       progress_.ended = true;
       sink_.write_record(RecordKind::kEnd, {});
@@ -96,12 +112,23 @@ class Worker final : public ChildLoop {
   }
 
   void prepare_wait() override { sink_.wake_reader_before_waiting(); }
-  // Woken when the main process has read half of what is in flight.
-  void request_wakes() override { sink_.writer().request_wake_for_elements(budget_ / 2); }
+  // Woken when the main process has read half of what is in flight: of the prefetch counts, or of
+  // the small elements' allowance.
+  void request_wakes() override {
+    sink_.writer().request_wake_for_elements(budget_ / 2, small_elements_ ? kSmallElementsBytes / 2 : UINT64_MAX);
+  }
+
+  /// The bytes the allowance for small elements still has room for (none for worker threads, whose
+  /// ring holds handles, not the elements).
+  [[nodiscard]] std::uint64_t small_elements_room() {
+    const std::uint64_t bytes = sink_.writer().bytes_in_flight();
+    return small_elements_ && bytes < kSmallElementsBytes ? kSmallElementsBytes - bytes : 0;
+  }
   void clear_wakes() override { sink_.writer().clear_wake(); }
 
   RingSink sink_;
   std::size_t budget_;
+  bool small_elements_;  // whether the allowance for small elements applies (worker processes)
   std::shared_ptr<RecordMerge> feed_;  // from the dispatching process, if one runs
 };
 

@@ -73,8 +73,10 @@ void RingWriter::request_wake_for_room(std::size_t min_payload) noexcept {
   memory_.header->wake_writer_at_elements.store(UINT64_MAX, std::memory_order_relaxed);
 }
 
-void RingWriter::request_wake_for_elements(std::uint64_t elements) noexcept {
-  memory_.header->wake_writer_at_tail.store(UINT64_MAX, std::memory_order_relaxed);
+void RingWriter::request_wake_for_elements(std::uint64_t elements, std::uint64_t bytes) noexcept {
+  // At most `bytes` in flight once the tail reaches head - bytes.
+  const std::uint64_t at_tail = bytes == UINT64_MAX ? UINT64_MAX : head_ - std::min(bytes, head_);
+  memory_.header->wake_writer_at_tail.store(at_tail, std::memory_order_relaxed);
   memory_.header->wake_writer_at_elements.store(elements_written_ - std::min(elements, elements_written_),
                                                 std::memory_order_relaxed);
 }

@@ -98,9 +98,14 @@ class RingWriter {
   /// Asks the reader to ring the writer's bell once `min_payload` bytes can be claimed (and not
   /// on every release before that). Call before Bell::prepare(); clear_wake() after.
   void request_wake_for_room(std::size_t min_payload) noexcept;
+  /// Bytes committed and not yet released by the reader.
+  [[nodiscard]] std::uint64_t bytes_in_flight() const noexcept {
+    return head_ - memory_.header->tail.load(std::memory_order_acquire);
+  }
   /// Asks the reader to ring the writer's bell once at most `elements` element records are in
-  /// flight. Call before Bell::prepare(); clear_wake() after.
-  void request_wake_for_elements(std::uint64_t elements) noexcept;
+  /// flight, or (unless `bytes` is UINT64_MAX) once at most `bytes` bytes are. Call before
+  /// Bell::prepare(); clear_wake() after.
+  void request_wake_for_elements(std::uint64_t elements, std::uint64_t bytes = UINT64_MAX) noexcept;
   void clear_wake() noexcept;
 
   /// Whether the reader sleeps waiting for a record.
