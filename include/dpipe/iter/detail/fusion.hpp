@@ -130,7 +130,9 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
     }
     /// Trims `out` to what was emitted.
     void finish() {
-      if constexpr (kDirect) out.resize(first + produced);
+      if constexpr (kDirect) {
+        if (produced != wanted) out.resize(first + produced);
+      }
     }
 
     std::vector<Out>& out;
