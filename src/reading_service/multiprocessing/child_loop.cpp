@@ -51,14 +51,13 @@ int ChildLoop::run() {
         continue;
       }
       // Nothing to do but wait: for room when an epoch runs, else for the main process's command.
-      const bool epoch_running = progress_.active && !paused_ && !progress_.ended && !progress_.failed;
       prepare_wait();
       endpoint_.wait(
           [&] {
             request_wakes();
             return control_.peek().has_value() || can_flush() || can_produce() || liveness_.stop_requested();
           },
-          [] { return std::string(); }, epoch_running ? Activity::kWaitingForRoom : Activity::kWaitingForCommand);
+          [] { return std::string(); }, epoch_running() ? Activity::kWaitingForRoom : Activity::kWaitingForCommand);
       clear_wakes();
     }
   } catch (const Interrupted&) {
@@ -67,7 +66,7 @@ int ChildLoop::run() {
 }
 
 bool ChildLoop::can_produce() {
-  return progress_.active && !paused_ && !progress_.ended && !progress_.failed && has_room();
+  return epoch_running() && has_room();
 }
 
 void ChildLoop::set_root(DataPipePtr root) {

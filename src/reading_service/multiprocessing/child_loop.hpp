@@ -111,6 +111,10 @@ class ChildLoop : public ChildBody {
   /// Drops what waits for room at the start of an epoch (a record partly written stays).
   virtual void drop_pending() {}
 
+  /// Whether an epoch runs: started, not paused, not ended, not failed.
+  [[nodiscard]] bool epoch_running() const noexcept {
+    return progress_.active && !paused_ && !progress_.ended && !progress_.failed;
+  }
   void fail(const ErrorReport& report);
   /// Runs `body`; an exception from it other than Interrupted (the main process's stop, which
   /// ends the loop) goes to `on_error` as a report naming this child.

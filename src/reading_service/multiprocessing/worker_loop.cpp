@@ -86,6 +86,12 @@ class Worker final : public ChildLoop {
   [[nodiscard]] bool has_room() override {
     return sink_.writer().elements_in_flight() < budget_ || small_elements_room() > 0;
   }
+  /// The bytes the allowance for small elements still has room for (none for worker threads, whose
+  /// ring holds handles, not the elements).
+  [[nodiscard]] std::uint64_t small_elements_room() {
+    const std::uint64_t bytes = sink_.writer().bytes_in_flight();
+    return small_elements_ && bytes < kSmallElementsBytes ? kSmallElementsBytes - bytes : 0;
+  }
 
   void produce() override {
     const auto in_flight = static_cast<std::size_t>(sink_.writer().elements_in_flight());
@@ -112,17 +118,16 @@ class Worker final : public ChildLoop {
   }
 
   void prepare_wait() override { sink_.wake_reader_before_waiting(); }
-  // Woken when the main process has read half of what is in flight: of the prefetch counts, or of
-  // the small elements' allowance.
+  // While an epoch runs, woken when the main process has read half of what is in flight: of the
+  // prefetch counts, or of the small elements' allowance. A worker waiting for a command wants no
+  // wake-up per element read (the command rings its bell), which the many small elements in flight
+  // at an epoch's end or a pause would cost.
   void request_wakes() override {
+    if (!epoch_running()) {
+      sink_.writer().clear_wake();
+      return;
+    }
     sink_.writer().request_wake_for_elements(budget_ / 2, small_elements_ ? kSmallElementsBytes / 2 : UINT64_MAX);
-  }
-
-  /// The bytes the allowance for small elements still has room for (none for worker threads, whose
-  /// ring holds handles, not the elements).
-  [[nodiscard]] std::uint64_t small_elements_room() {
-    const std::uint64_t bytes = sink_.writer().bytes_in_flight();
-    return small_elements_ && bytes < kSmallElementsBytes ? kSmallElementsBytes - bytes : 0;
   }
   void clear_wakes() override { sink_.writer().clear_wake(); }
 
