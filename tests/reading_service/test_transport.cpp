@@ -135,6 +135,33 @@ TEST_CASE("transport: a writer about to wait wakes a reader that asked for more 
   CHECK(as_int(record->payload) == 7);
 }
 
+TEST_CASE("transport: a writer's reader batch replaces what a starving reader asked for", "[mp][concurrency]") {
+  // A worker with small elements lets the main process sleep through a longer run than the reader
+  // asks for, and one near its prefetch counts wakes it after fewer.
+  TestRing ring(4096);
+  dpipe::detail::mp::RingWriter writer(ring.memory());
+  dpipe::detail::mp::RingReader reader(ring.memory());
+  const std::vector<std::byte> payload(8);
+  const auto write_one = [&] { REQUIRE(writer.try_write(RecordKind::kElement, payload)); };
+  write_one();  // released below, so that the reader's count starts above zero
+  const auto record = reader.peek();
+  REQUIRE(record);
+  (void)reader.release(*record);
+
+  reader.start_waiting(2);
+  writer.set_reader_batch(3);
+  write_one();
+  write_one();
+  CHECK_FALSE(writer.reader_wants_wake());  // 2 written: what the reader asked for, but the writer says 3
+  write_one();
+  CHECK(writer.reader_wants_wake());  // 3 since the reader started waiting
+
+  writer.set_reader_batch(0);  // back to the reader's ask, counted from where it started
+  CHECK(writer.reader_wants_wake());
+  reader.stop_waiting();
+  CHECK_FALSE(writer.reader_wants_wake());  // a reader that does not sleep is never rung
+}
+
 TEST_CASE("transport: a waiting writer is woken when what it waits for is there / not on every release",
           "[mp][concurrency]") {
   TestRing ring(4096);

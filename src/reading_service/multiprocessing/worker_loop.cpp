@@ -25,6 +25,9 @@ constexpr std::size_t kBatch = 16;
 /// than this: small elements (a line, a few numbers) then cross in runs of hundreds, with one
 /// wake-up per run instead of one per few elements. Memory stays bounded by this allowance.
 constexpr std::uint64_t kSmallElementsBytes = std::uint64_t{64} << 10;
+/// The most elements a starving main process is left asleep for: each wake-up costs it (and the
+/// worker whose core it takes) two context switches, so small elements are read in runs of this.
+constexpr std::uint64_t kMaxReaderBatch = 64;
 
 class Worker final : public ChildLoop {
  public:
@@ -38,6 +41,7 @@ class Worker final : public ChildLoop {
             1, plan_.config.worker_prefetch_cnt +
                    (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)),
         small_elements_(!plan_.config.threads) {
+    sink_.writer().set_reader_batch(budget_ / 2 + 1);
     start([&] { build_graph(launch); },
           launch.restored != nullptr ? &launch.restored->workers.at(info_.worker_id) : nullptr);
   }
@@ -95,12 +99,19 @@ class Worker final : public ChildLoop {
 
   void produce() override {
     const auto in_flight = static_cast<std::size_t>(sink_.writer().elements_in_flight());
+    // The size of the elements in flight, if the allowance for small elements applies.
+    const std::uint64_t average =
+        small_elements_ && in_flight > 0 ? std::max<std::uint64_t>(1, sink_.writer().bytes_in_flight() / in_flight) : 0;
+    if (average != 0) {
+      // Wake the main process for half of what may be in flight, in runs of up to kMaxReaderBatch.
+      sink_.writer().set_reader_batch(std::max<std::uint64_t>(
+          budget_ / 2 + 1, std::min<std::uint64_t>(kSmallElementsBytes / 2 / average, kMaxReaderBatch)));
+    }
     std::size_t wanted = 0;
     if (in_flight < budget_) {
       wanted = std::min(kBatch, budget_ - in_flight);
     } else {
       // As many as fit the allowance at the average size of those in flight.
-      const std::uint64_t average = std::max<std::uint64_t>(1, sink_.writer().bytes_in_flight() / in_flight);
       wanted = static_cast<std::size_t>(std::clamp<std::uint64_t>(small_elements_room() / average, 1, kBatch));
     }
     if (encoder_->encode(wanted, sink_) < wanted) {

@@ -90,13 +90,17 @@ bool RingWriter::reader_wants_wake() const noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // orders the publication before the checks
   const RingHeader& header = *memory_.header;
   if (header.reader_starving.load(std::memory_order_relaxed) == 0) return false;
-  return elements_written_ >= header.wake_reader_at_elements.load(std::memory_order_relaxed) ||
+  const std::uint64_t wanted = reader_batch_ != 0
+                                   ? header.reader_waits_from.load(std::memory_order_relaxed) + reader_batch_
+                                   : header.wake_reader_at_elements.load(std::memory_order_relaxed);
+  return elements_written_ >= wanted ||
          head_ - header.tail.load(std::memory_order_relaxed) >= memory_.capacity / 4 ||
          now_ns() - header.reader_waits_since.load(std::memory_order_relaxed) >= kReaderBatchWait.count();
 }
 
 void RingReader::start_waiting(std::uint64_t elements) noexcept {
   RingHeader& header = *memory_.header;
+  header.reader_waits_from.store(released_elements_, std::memory_order_relaxed);
   header.wake_reader_at_elements.store(released_elements_ + elements, std::memory_order_relaxed);
   header.reader_waits_since.store(now_ns(), std::memory_order_relaxed);
   header.reader_starving.store(1, std::memory_order_release);

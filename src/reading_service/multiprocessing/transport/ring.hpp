@@ -44,6 +44,7 @@ struct RingHeader {
   alignas(64) std::atomic<std::uint64_t> wake_writer_at_tail{UINT64_MAX};  // the sleeping writer wants
   std::atomic<std::uint64_t> wake_writer_at_elements{UINT64_MAX};          // either of these reached
   alignas(64) std::atomic<std::uint32_t> reader_starving{0};               // the reader sleeps until a record arrives:
+  std::atomic<std::uint64_t> reader_waits_from{0};        // elements it had released when it started,
   std::atomic<std::uint64_t> wake_reader_at_elements{0};  // wake it when this many elements were written,
   std::atomic<std::int64_t> reader_waits_since{0};        // or a while after it started (steady clock, ns)
 };
@@ -113,9 +114,14 @@ class RingWriter {
     return memory_.header->reader_starving.load(std::memory_order_acquire) != 0;
   }
   /// After publishing elements: whether the sleeping reader wants to be woken now, because as many
-  /// elements as it asked for are there, a quarter of the ring is full, or it has waited a while. Ringing per element
-  /// costs a system call each; the reader's periodic liveness check bounds what waiting costs.
+  /// elements as it asked for are there (or as set_reader_batch() says), a quarter of the ring is
+  /// full, or it has waited a while. Ringing per element costs a system call each; the reader's
+  /// periodic liveness check bounds what waiting costs.
   [[nodiscard]] bool reader_wants_wake() const noexcept;
+  /// How many elements a starving reader is woken for, instead of what it asked: a writer that
+  /// knows how far it may run ahead (its prefetch counts, its allowance for small elements) sets
+  /// it below that, so that it wakes the reader before it has to wait itself. 0: what the reader asked.
+  void set_reader_batch(std::uint64_t elements) noexcept { reader_batch_ = elements; }
   /// Whether the reader has released everything published.
   [[nodiscard]] bool drained() const noexcept {
     return memory_.header->tail.load(std::memory_order_acquire) == published_;
@@ -128,6 +134,7 @@ class RingWriter {
   std::uint64_t tail_seen_ = 0;  // the reader's tail when last loaded
   std::uint64_t claimed_ = 0;    // where the claimed record's header goes
   std::uint64_t elements_written_ = 0;
+  std::uint64_t reader_batch_ = 0;  // see set_reader_batch()
 };
 
 /// The consumer's side. Thread-safety: one consumer thread.
