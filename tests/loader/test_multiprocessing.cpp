@@ -146,12 +146,15 @@ TEST_CASE("MultiProcessing: any prefetch counts (0 included) give the in-process
   }
 }
 
-TEST_CASE("MultiProcessing: a worker process runs ahead of its prefetch counts with small elements", "[mp]") {
+TEST_CASE("MultiProcessing: a worker runs ahead of its prefetch counts with small elements", "[mp]") {
   // One element may be in flight by the prefetch counts; small elements may run ahead of them
-  // within the worker's allowance (64 KiB), so the worker makes 300 ints while the main process
-  // holds the first. Without the allowance it would stop after the first few.
+  // within the worker's allowance (64 KiB: of shared memory for a worker process, of what the
+  // elements hold for a worker thread), so the worker makes 300 ints while the main process holds
+  // the first. Without the allowance it would stop after the first few.
+  const auto kind = GENERATE(dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread);
+  CAPTURE(kind == dpipe::WorkerKind::kThread ? "threads" : "processes");
   const auto made = std::make_shared<dpipe::testing::SharedCounter>();
-  MultiProcessingOptions options{.num_workers = 1};
+  MultiProcessingOptions options{.num_workers = 1, .worker_kind = kind};
   options.worker_prefetch_cnt = 1;
   options.main_prefetch_cnt = 0;
   auto pipe = iter::from(range(1000)).sharding_filter().map([made](int x) {

@@ -21,6 +21,8 @@
 #include "support/log_capture.hpp"
 #include "support/process_snapshot.hpp"
 
+#include <dpipe/core/detail/element_handoff.hpp>  // held_bytes, after the public headers
+
 namespace dpipe_test {
 
 /// A user exception with its own type, to see that the type survives a worker thread.
@@ -304,6 +306,21 @@ TEST_CASE("Worker threads: each thread is its own worker / current_worker and wo
   auto& service = dynamic_cast<MultiProcessingReadingService&>(*loader.reading_service());
   CHECK(service.worker_pids().empty());
   CHECK(service.to_dot().find("2 worker threads (each runs a copy)") != std::string::npos);
+}
+
+TEST_CASE("Worker threads: what a handed-over element holds is its record, its box and its encoding",
+          "[threads]") {
+  // A worker thread's allowance for small elements counts these estimates: the ring itself only
+  // holds 16-byte records of handles.
+  constexpr std::uint64_t kRecord = 16;
+  CHECK(dpipe::detail::held_bytes(std::string(100, 'x')) == kRecord + sizeof(std::string) + 8 + 100);
+  CHECK(dpipe::detail::held_bytes(Batch(10)) == kRecord + sizeof(Batch) + 8 + 10 * sizeof(int));
+  CHECK(dpipe::detail::held_bytes(7) == kRecord + 2 * sizeof(int));
+  // Without a Serializer nothing says what an element holds: it counts as larger than any
+  // allowance, so such elements keep to the prefetch counts.
+  const Tensor tensor{std::make_unique<std::vector<float>>(1000), 1};
+  CHECK(dpipe::detail::held_bytes(tensor) == dpipe::detail::kUnknownHeldBytes);
+  CHECK(dpipe::detail::kUnknownHeldBytes > (std::uint64_t{64} << 10));
 }
 
 TEST_CASE("Worker threads: checkpoints of move-only elements without a Serializer fall back to replaying",

@@ -47,6 +47,16 @@ struct TestRing {
   std::vector<std::byte> data;
 };
 
+/// A blocking sink and a reader on one 4 KiB ring, used from the test's thread.
+struct SinkAndReader {
+  TestRing ring{4096};
+  Bell reader_bell;
+  Bell writer_bell;
+  AlwaysAlive alive;
+  RingSink sink{ring.memory(), Endpoint{&writer_bell, &alive, std::chrono::milliseconds(0)}, &reader_bell, "reader"};
+  dpipe::detail::mp::RingReader reader{ring.memory()};
+};
+
 /// A producer thread: `write` runs with a sink into `ring`, waking `reader`.
 class Producer {
  public:
@@ -113,12 +123,10 @@ TEST_CASE("transport: a writer about to wait wakes a reader that asked for more 
           "[mp][concurrency]") {
   // The reader sleeps until 8 elements are there; a writer that publishes 1 and then waits (its
   // budget is full, or it blocks on the ring) must not leave the reader asleep.
-  TestRing ring(4096);
-  Bell reader_bell;
-  Bell writer_bell;
-  AlwaysAlive alive;
-  RingSink sink(ring.memory(), Endpoint{&writer_bell, &alive, std::chrono::milliseconds(0)}, &reader_bell, "reader");
-  dpipe::detail::mp::RingReader reader(ring.memory());
+  SinkAndReader channel;
+  auto& sink = channel.sink;
+  auto& reader = channel.reader;
+  auto& reader_bell = channel.reader_bell;
   reader.start_waiting(8);
   const auto asleep = reader_bell.prepare();
   write_int(sink, 7);
@@ -160,6 +168,40 @@ TEST_CASE("transport: a writer's reader batch replaces what a starving reader as
   CHECK(writer.reader_wants_wake());
   reader.stop_waiting();
   CHECK_FALSE(writer.reader_wants_wake());  // a reader that does not sleep is never rung
+}
+
+TEST_CASE("transport: a worker thread's sink counts what its elements in flight hold", "[mp]") {
+  // A worker thread's ring holds handles; the allowance for small elements counts what each
+  // element holds (its end_handle() estimate) until the reader releases it, oldest first.
+  SinkAndReader channel;
+  auto& sink = channel.sink;
+  auto& reader = channel.reader;
+  const auto write_handle = [&](std::int64_t handle, std::uint64_t held) {
+    sink.begin().write(handle);
+    sink.end_handle(held);
+  };
+  write_handle(1, 1000);  // not counted: counting starts with count_held_bytes()
+  sink.count_held_bytes();
+  write_handle(2, 10);
+  write_handle(3, 20);
+  write_handle(4, 30);
+  sink.flush();
+  CHECK(sink.held_bytes_in_flight() == 60);
+  const auto release_next = [&](std::int64_t expected_handle) {
+    const auto record = reader.peek();
+    REQUIRE(record);
+    CHECK(as_int(record->payload) == expected_handle);
+    (void)reader.release(*record);
+  };
+  release_next(1);
+  CHECK(sink.held_bytes_in_flight() == 60);  // the uncounted element went first
+  release_next(2);
+  CHECK(sink.held_bytes_in_flight() == 50);
+  release_next(3);
+  release_next(4);
+  CHECK(sink.held_bytes_in_flight() == 0);
+  write_handle(5, 7);
+  CHECK(sink.held_bytes_in_flight() == 7);
 }
 
 TEST_CASE("transport: a waiting writer is woken when what it waits for is there / not on every release",

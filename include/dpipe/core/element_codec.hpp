@@ -7,6 +7,7 @@
 /// service of your own can use the same pair over another transport.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -26,6 +27,13 @@ class ElementSink {
   virtual ByteWriter& begin() = 0;
   /// Ends the element begin() started.
   virtual void end() = 0;
+  /// Ends the element begin() started when what it wrote is a handle to an element held elsewhere
+  /// (ops::Handoff, worker threads): `held_bytes` estimates the memory that element holds, for a
+  /// sink that bounds what its elements in flight take. The default ignores it.
+  virtual void end_handle(std::uint64_t held_bytes) {
+    (void)held_bytes;
+    end();
+  }
 };
 
 /// Reads a typed node and encodes its elements. Thread-safety: the thread iterating the node.

@@ -26,6 +26,12 @@ class ChildBody;
 class ExceptionSlot;
 class SharedPool;
 
+/// A worker may run ahead of its prefetch counts while the elements in flight take less than
+/// this: small elements (a line, a few numbers) then cross in runs of hundreds, with one wake-up
+/// per run instead of one per few elements. Memory stays bounded by this allowance. What an
+/// element takes: its record for a worker process, its held_bytes() estimate for a worker thread.
+inline constexpr std::uint64_t kSmallElementsBytes = std::uint64_t{64} << 10;
+
 /// The service's options, as the process group uses them.
 struct GroupConfig {
   std::size_t num_workers = 0;

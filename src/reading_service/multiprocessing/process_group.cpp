@@ -22,7 +22,8 @@ constexpr std::size_t kDispatchRing = std::size_t{1} << 20;
 constexpr std::size_t kReplyRing = std::size_t{1} << 20;
 constexpr std::chrono::milliseconds kShutdownGrace{2000};
 
-/// A worker thread's data ring holds handles of 8 bytes: this much room takes any prefetch count.
+/// A worker thread's data ring holds handles of 8 bytes: this much room takes any prefetch count,
+/// and the small elements' allowance (each counts at least its 16-byte record against it).
 constexpr std::size_t kHandleRecordBytes = 64;
 
 PoolSizes pool_sizes(const GroupPlan& plan) {
@@ -30,8 +31,8 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
   sizes.workers = plan.config.num_workers;
   sizes.dispatcher = plan.dispatched != nullptr;
   sizes.data_ring =
-      ring_capacity(plan.config.threads ? 2 * kHandleRecordBytes *
-                                              (plan.config.worker_prefetch_cnt + plan.config.main_prefetch_cnt + 16)
+      ring_capacity(plan.config.threads ? kSmallElementsBytes + 2 * kHandleRecordBytes * (plan.config.worker_prefetch_cnt +
+                                                                                          plan.config.main_prefetch_cnt + 16)
                                         : plan.config.queue_bytes);
   sizes.dispatch_ring = kDispatchRing;
   sizes.control_ring = kControlRing;

@@ -9,6 +9,8 @@
 
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/typed_op.hpp>
+#include <dpipe/core/iter_datapipe.hpp>  // before the detail header it completes
+#include <dpipe/core/detail/element_handoff.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
 
@@ -21,13 +23,11 @@ namespace {
 
 /// Elements encoded between two looks at the control ring.
 constexpr std::size_t kBatch = 16;
-/// A worker process may run ahead of its prefetch counts while the elements in flight take less
-/// than this: small elements (a line, a few numbers) then cross in runs of hundreds, with one
-/// wake-up per run instead of one per few elements. Memory stays bounded by this allowance.
-constexpr std::uint64_t kSmallElementsBytes = std::uint64_t{64} << 10;
 /// The most elements a starving main process is left asleep for: each wake-up costs it (and the
 /// worker whose core it takes) two context switches, so small elements are read in runs of this.
 constexpr std::uint64_t kMaxReaderBatch = 64;
+static_assert(kUnknownHeldBytes > kSmallElementsBytes,
+              "a thread's elements without a Serializer must keep to the prefetch counts");
 
 class Worker final : public ChildLoop {
  public:
@@ -39,8 +39,8 @@ class Worker final : public ChildLoop {
         sink_(launch.pool->data_ring(launch.worker_id), endpoint_, &launch.pool->main_bell(), "the main process"),
         budget_(std::max<std::size_t>(
             1, plan_.config.worker_prefetch_cnt +
-                   (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)),
-        small_elements_(!plan_.config.threads) {
+                   (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)) {
+    if (plan_.config.threads) sink_.count_held_bytes();
     sink_.writer().set_reader_batch(budget_ / 2 + 1);
     start([&] { build_graph(launch); },
           launch.restored != nullptr ? &launch.restored->workers.at(info_.worker_id) : nullptr);
@@ -85,23 +85,30 @@ class Worker final : public ChildLoop {
     graph::set_graph_random_seed(root_, seeds);
   }
 
-  /// Room for another element: fewer than the prefetch counts are in flight, or (worker processes)
-  /// the elements in flight are small ones that together take less than kSmallElementsBytes.
+  /// Room for another element: fewer than the prefetch counts are in flight, or the elements in
+  /// flight are small ones that together take less than kSmallElementsBytes.
   [[nodiscard]] bool has_room() override {
     return sink_.writer().elements_in_flight() < budget_ || small_elements_room() > 0;
   }
-  /// The bytes the allowance for small elements still has room for (none for worker threads, whose
-  /// ring holds handles, not the elements).
+  /// What the elements in flight take: their records in a worker process's ring; what they hold,
+  /// by their estimates, for a worker thread, whose ring holds handles.
+  [[nodiscard]] std::uint64_t bytes_in_flight() {
+    return plan_.config.threads ? sink_.held_bytes_in_flight() : sink_.writer().bytes_in_flight();
+  }
+  /// The bytes the allowance for small elements still has room for.
   [[nodiscard]] std::uint64_t small_elements_room() {
-    const std::uint64_t bytes = sink_.writer().bytes_in_flight();
-    return small_elements_ && bytes < kSmallElementsBytes ? kSmallElementsBytes - bytes : 0;
+    const std::uint64_t bytes = bytes_in_flight();
+    return bytes < kSmallElementsBytes ? kSmallElementsBytes - bytes : 0;
+  }
+  /// The average size (at least 1) of the elements in flight, of which there were `in_flight`
+  /// when the caller looked (the main process may have read some since), or 0 when none was.
+  [[nodiscard]] std::uint64_t average_in_flight(std::uint64_t in_flight) {
+    return in_flight == 0 ? 0 : std::max<std::uint64_t>(1, bytes_in_flight() / in_flight);
   }
 
   void produce() override {
     const auto in_flight = static_cast<std::size_t>(sink_.writer().elements_in_flight());
-    // The size of the elements in flight, if the allowance for small elements applies.
-    const std::uint64_t average =
-        small_elements_ && in_flight > 0 ? std::max<std::uint64_t>(1, sink_.writer().bytes_in_flight() / in_flight) : 0;
+    const std::uint64_t average = average_in_flight(in_flight);
     if (average != 0) {
       // Wake the main process for half of what may be in flight, in runs of up to kMaxReaderBatch.
       sink_.writer().set_reader_batch(std::max<std::uint64_t>(
@@ -138,13 +145,20 @@ class Worker final : public ChildLoop {
       sink_.writer().clear_wake();
       return;
     }
-    sink_.writer().request_wake_for_elements(budget_ / 2, small_elements_ ? kSmallElementsBytes / 2 : UINT64_MAX);
+    if (!plan_.config.threads) {
+      sink_.writer().request_wake_for_elements(budget_ / 2, kSmallElementsBytes / 2);
+      return;
+    }
+    // The ring cannot count what a thread's elements hold: half the allowance, in elements of the
+    // average size in flight.
+    const std::uint64_t average = average_in_flight(sink_.writer().elements_in_flight());
+    const std::uint64_t half_allowance = average == 0 ? 0 : kSmallElementsBytes / 2 / average;
+    sink_.writer().request_wake_for_elements(std::max<std::uint64_t>(budget_ / 2, half_allowance));
   }
   void clear_wakes() override { sink_.writer().clear_wake(); }
 
   RingSink sink_;
   std::size_t budget_;
-  bool small_elements_;  // whether the allowance for small elements applies (worker processes)
   std::shared_ptr<RecordMerge> feed_;  // from the dispatching process, if one runs
 };
 

@@ -27,8 +27,36 @@ template <class T>
   return reinterpret_cast<T*>(static_cast<std::uintptr_t>(from_bytes<std::uint64_t>(handle)));
 }
 
+/// Counts the bytes an encoding takes, without keeping them.
+class ByteCounter final : public ByteSink {
+ public:
+  void write(const void* /*data*/, std::size_t size) override { bytes += size; }
+  std::uint64_t bytes = 0;
+};
+
+/// What held_bytes() says of an element type without a Serializer: more than any allowance for
+/// small elements, so that such elements keep to the prefetch counts.
+inline constexpr std::uint64_t kUnknownHeldBytes = std::uint64_t{1} << 32;
+
+/// The memory a handed-over element takes while in flight, about: its record (a header and a
+/// handle), its box, and its encoded size for what it holds beyond the box (a string's or a
+/// vector's contents). kUnknownHeldBytes without a Serializer.
+template <class T>
+[[nodiscard]] std::uint64_t held_bytes(const T& element) {
+  if constexpr (serializable<T>) {
+    ByteCounter counter;
+    ByteWriter writer(counter);
+    writer.write(element);
+    return 2 * sizeof(std::uint64_t) + sizeof(T) + counter.bytes;
+  } else {
+    (void)element;
+    return kUnknownHeldBytes;
+  }
+}
+
 /// Writes each element of one typed node as a handle to a box holding it (the element is moved
-/// in, never copied). Thread-safety: the thread iterating the node.
+/// in, never copied), with what it holds (held_bytes()). Thread-safety: the thread iterating the
+/// node.
 template <class T>
 class HandoffEncoder final : public ElementEncoder {
  public:
@@ -39,8 +67,9 @@ class HandoffEncoder final : public ElementEncoder {
       auto element = node_->next();
       if (!element) return produced;
       auto box = std::make_unique<T>(std::move(*element));
+      const std::uint64_t held = held_bytes(*box);
       sink.begin().write(handle_of(box.get()));
-      sink.end();
+      sink.end_handle(held);
       (void)box.release();  // the record owns it now
     }
     return max;

@@ -81,6 +81,23 @@ void RingSink::end() {
   if (!reader_owed_ring_) reader_bell_->ring();
 }
 
+void RingSink::end_handle(std::uint64_t held_bytes) {
+  end();
+  if (!counting_held_) return;
+  held_.push_back(held_bytes);
+  held_total_ += held_bytes;
+}
+
+std::uint64_t RingSink::held_bytes_in_flight() {
+  // The reader releases elements in the order they were written: the oldest counts go first.
+  const std::uint64_t in_flight = writer_.elements_in_flight();
+  while (held_.size() > in_flight) {
+    held_total_ -= held_.front();
+    held_.pop_front();
+  }
+  return held_total_;
+}
+
 void RingSink::write(const void* data, std::size_t size) {
   const auto* bytes = static_cast<const std::byte*>(data);
   while (size > 0) {

@@ -38,6 +38,15 @@ class RingSink final : public ElementSink, private ByteSink {
 
   ByteWriter& begin() override;
   void end() override;
+  /// end(), counting `held_bytes` for the element while it is in flight once count_held_bytes()
+  /// was called.
+  void end_handle(std::uint64_t held_bytes) override;
+
+  /// From now on, counts what the handed-over elements in flight hold (held_bytes_in_flight()):
+  /// a worker thread's sink, whose ring holds handles and says nothing of the elements' size.
+  void count_held_bytes() noexcept { counting_held_ = true; }
+  /// What the elements in flight hold, by their end_handle() counts.
+  [[nodiscard]] std::uint64_t held_bytes_in_flight();
 
   /// Writes a whole record, in several parts when it is longer than one record holds.
   void write_record(RecordKind kind, std::span<const std::byte> payload);
@@ -106,6 +115,9 @@ class RingSink final : public ElementSink, private ByteSink {
   bool spilling_ = false;          // the current record goes to the spill queue
   std::deque<Spilled> spilled_;
   std::size_t spilled_elements_ = 0;
+  bool counting_held_ = false;
+  std::deque<std::uint64_t> held_;  // per element written and maybe in flight, oldest first
+  std::uint64_t held_total_ = 0;    // their sum
 };
 
 }  // namespace dpipe::detail::mp
