@@ -308,7 +308,7 @@ TEST_CASE("Worker threads: each thread is its own worker / current_worker and wo
   CHECK(service.to_dot().find("2 worker threads (each runs a copy)") != std::string::npos);
 }
 
-TEST_CASE("Worker threads: what a handed-over element holds is its record, its box and its encoding",
+TEST_CASE("Worker threads: a handed-over element holds its record / its box / what it encodes to",
           "[threads]") {
   // A worker thread's allowance for small elements counts these estimates: the ring itself only
   // holds 16-byte records of handles.
