@@ -95,31 +95,59 @@ struct TcpStore::Impl {
   /// Sends `request` and returns the reply's body; throws the error the server replied with.
   /// `grace` extends the wait for a request whose own timeout the server enforces.
   /// A store that closes on purpose (its process starts another server for its next loader) is
-  /// asked again, once it is back, up to the deadline.
+  /// asked again, once it is back, up to the deadline; the posts it took with it are posted to
+  /// the new one first (post_again).
   std::vector<std::byte> call(const Request& request,
                               std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
     const auto deadline = Clock::now() + options.timeout + grace;
     const std::string what = detail::store::describe(request);
     std::string closing;  // the notice of a store that closed on purpose
     while (true) {
-      if (!connected) connect(deadline, closing.empty() ? "no answer" : closing);
+      if (!connected) {
+        connect(deadline, closing.empty() ? "no answer" : closing);
+        if (!closing.empty() && !post_again(deadline, closing)) continue;
+      }
       const Reply reply = exchange(detail::store::encode(request), deadline, what);
       if (reply.ok) return reply.body;
-      switch (reply.failure) {
-        case detail::store::Failure::kClosing:
-          close();
-          if (request.op == Op::kLeave) return {};
-          closing = reply.error + ", and no store came back";
-          continue;
-        case detail::store::Failure::kRendezvous:
-          DPIPE_THROW(RendezvousError, "TcpStore: {}: {}", what, reply.error);
-        case detail::store::Failure::kTimeout:
-          DPIPE_THROW(TimeoutError, "TcpStore: {}: {}", what, reply.error);
-        case detail::store::Failure::kInvalid:
-          break;
+      if (reply.failure == detail::store::Failure::kClosing) {
+        close();
+        if (request.op == Op::kLeave) return {};
+        closing = reply.error + ", and no store came back";
+        continue;
       }
-      DPIPE_THROW(InvalidArgument, "TcpStore: {}: {}", what, reply.error);
+      throw_failure(reply, what);
     }
+  }
+
+  /// Posts `uncollected_posts` to the server just connected, which replaced one that closed on
+  /// purpose. False (and `closing` says why) when this one closes too.
+  bool post_again(Clock::time_point deadline, std::string& closing) {
+    for (const Request& post : uncollected_posts) {
+      const std::string what = detail::store::describe(post);
+      const Reply reply = exchange(detail::store::encode(post), deadline, what);
+      if (reply.ok) continue;
+      if (reply.failure == detail::store::Failure::kClosing) {
+        close();
+        closing = reply.error + ", and no store came back";
+        return false;
+      }
+      throw_failure(reply, what);
+    }
+    return true;
+  }
+
+  /// Throws the exception matching the server's refusal of `what`.
+  [[noreturn]] static void throw_failure(const Reply& reply, const std::string& what) {
+    switch (reply.failure) {
+      case detail::store::Failure::kRendezvous:
+      case detail::store::Failure::kClosing:
+        DPIPE_THROW(RendezvousError, "TcpStore: {}: {}", what, reply.error);
+      case detail::store::Failure::kTimeout:
+        DPIPE_THROW(TimeoutError, "TcpStore: {}: {}", what, reply.error);
+      case detail::store::Failure::kInvalid:
+        break;
+    }
+    DPIPE_THROW(InvalidArgument, "TcpStore: {}: {}", what, reply.error);
   }
 
   /// Writes one framed message and reads the framed reply, by `deadline`.
@@ -185,6 +213,11 @@ struct TcpStore::Impl {
   }
 
   TcpStoreOptions options;
+  /// The exchanges that posted without collecting since this client's last collection: a server
+  /// that closes on purpose takes them with it, so they are posted to the next one. (A collection
+  /// that succeeded shows the server holds a round of the loader of rank 0's process, whose
+  /// server lives as long as that loader; what was posted before it stays where it is.)
+  std::vector<Request> uncollected_posts;
   std::uint16_t port = 0;
   std::shared_ptr<detail::store::StoreServer> server;
   asio::io_context io;
@@ -288,7 +321,11 @@ std::vector<std::vector<std::byte>> TcpStore::exchange(const std::string& post, 
   request.world_size = world_size;
   request.timeout_ms = static_cast<std::uint64_t>(impl_->options.timeout.count());
   const auto body = impl_->call(request, kGrace);
-  if (collect.empty()) return {};
+  if (collect.empty()) {
+    if (!post.empty()) impl_->uncollected_posts.push_back(std::move(request));
+    return {};
+  }
+  impl_->uncollected_posts.clear();
   ByteReader reader(body);
   auto values = reader.read<std::vector<std::vector<std::byte>>>();
   if (!reader.at_end() || values.size() != world_size) {

@@ -433,14 +433,35 @@ TEST_CASE("TcpStore: a server that closes on purpose is asked again once the nex
   options.port = port;
   auto first = std::make_unique<TcpStore>(options);
   TcpStore client(client_options(port));
-  client.set("on the first", std::string_view("1"));
   std::vector<std::string> values;
-  std::thread waiting([&] { values = texts(client.all_gather("next/round", 1, 2, bytes("client"))); });
-  first.reset();  // the client's round was asked of it: it asks again, of the next server
-  TcpStore second(options);
-  CHECK(texts(second.all_gather("next/round", 0, 2, bytes("server"))) == std::vector<std::string>{"server", "client"});
-  waiting.join();
-  CHECK(values == std::vector<std::string>{"server", "client"});
+  SECTION("a round waiting on it") {
+    client.set("on the first", std::string_view("1"));
+    std::thread waiting([&] { values = texts(client.all_gather("next/round", 1, 2, bytes("client"))); });
+    first.reset();  // the client's round was asked of it: it asks again, of the next server
+    TcpStore second(options);
+    CHECK(texts(second.all_gather("next/round", 0, 2, bytes("server"))) ==
+          std::vector<std::string>{"server", "client"});
+    waiting.join();
+    CHECK(values == std::vector<std::string>{"server", "client"});
+  }
+  // A rank restored from a checkpoint posts its last counts without collecting them, to the
+  // server rank 0's previous loader still holds; that server closes when the loader goes, and
+  // rank 0's next loader serves a new one, which must have them.
+  SECTION("what the client posted to it without collecting") {
+    CHECK(client.exchange("next/0", bytes("c0"), "", 1, 2).empty());
+    CHECK(client.exchange("next/1", bytes("c1"), "", 1, 2).empty());
+    std::thread waiting([&] { values = texts(client.exchange("next/2", bytes("c2"), "next/1", 1, 2)); });
+    first.reset();
+    TcpStore second(options);
+    CHECK(second.exchange("next/0", bytes("s0"), "", 0, 2).empty());
+    CHECK(texts(second.exchange("next/1", bytes("s1"), "next/0", 0, 2)) == std::vector<std::string>{"s0", "c0"});
+    CHECK(texts(second.exchange("next/2", bytes("s2"), "next/1", 0, 2)) == std::vector<std::string>{"s1", "c1"});
+    CHECK(texts(second.exchange("", {}, "next/2", 0, 2)) == std::vector<std::string>{"s2", "c2"});
+    waiting.join();
+    CHECK(values == std::vector<std::string>{"s1", "c1"});
+    CHECK(texts(client.exchange("", {}, "next/0", 1, 2)) == std::vector<std::string>{"s0", "c0"});
+    CHECK(texts(client.exchange("", {}, "next/2", 1, 2)) == std::vector<std::string>{"s2", "c2"});
+  }
 }
 
 TEST_CASE("Store: the default all_gather of a store of your own", "[distributed][store][concurrency]") {

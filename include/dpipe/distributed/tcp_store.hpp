@@ -67,10 +67,12 @@ class TcpStore final : public Store {
   void wait(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;
   /// One request per rank; the server forgets a round once every rank collected it (a round no
-  /// rank collects stays until the server stops), and fails it for everyone when its timeout
-  /// passes (TimeoutError naming the ranks that did not arrive; the call itself waits a second
-  /// longer for that answer) or when a missing rank is gone (RendezvousError: "rank 1 is gone:
-  /// its connection to the store closed").
+  /// rank collects stays until the server stops). The posts this client made without collecting
+  /// since its last collection are posted again to the next server when its server closes on
+  /// purpose. The server fails a round for everyone when its timeout passes (TimeoutError naming
+  /// the ranks that did not arrive; the call itself waits a second longer for that answer) or
+  /// when a missing rank is gone (RendezvousError: "rank 1 is gone: its connection to the store
+  /// closed").
   std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
                                                const std::string& collect, std::size_t rank,
                                                std::size_t world_size) override;
