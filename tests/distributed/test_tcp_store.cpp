@@ -3,6 +3,7 @@
 // fuzz test of the message decoders.
 
 #include <arpa/inet.h>
+#include <array>
 #include <csignal>
 #include <cstring>
 #include <memory>
@@ -41,6 +42,13 @@ TcpStoreOptions server_options(std::chrono::milliseconds timeout = 5000ms) {
   options.serve = true;
   options.token = "job-1";
   options.timeout = timeout;
+  return options;
+}
+
+/// A server's options on a port chosen beforehand, which a second server takes over.
+TcpStoreOptions server_options_on(std::uint16_t port) {
+  TcpStoreOptions options = server_options();
+  options.port = port;
   return options;
 }
 
@@ -429,8 +437,7 @@ TEST_CASE("TcpStore: all_gather names the ranks that did not arrive / left / and
 TEST_CASE("TcpStore: a server that closes on purpose is asked again once the next one is up",
           "[distributed][store][concurrency]") {
   const std::uint16_t port = free_port();
-  TcpStoreOptions options = server_options();
-  options.port = port;
+  const TcpStoreOptions options = server_options_on(port);
   auto first = std::make_unique<TcpStore>(options);
   TcpStore client(client_options(port));
   std::vector<std::string> values;
@@ -462,6 +469,35 @@ TEST_CASE("TcpStore: a server that closes on purpose is asked again once the nex
     CHECK(texts(client.exchange("", {}, "next/0", 1, 2)) == std::vector<std::string>{"s0", "c0"});
     CHECK(texts(client.exchange("", {}, "next/2", 1, 2)) == std::vector<std::string>{"s2", "c2"});
   }
+}
+
+// A worker process forked while rank 0's store runs holds a copy of its listening socket (a
+// loader restored in place forks its workers before the old loader's store closes).
+TEST_CASE("TcpStore: a closed server leaves its port to the next one though a forked child holds its socket",
+          "[distributed][store]") {
+  const std::uint16_t port = free_port();
+  const TcpStoreOptions options = server_options_on(port);
+  auto first = std::make_unique<TcpStore>(options);
+  std::array<int, 2> hold{};
+  REQUIRE(::pipe(hold.data()) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // a worker holding the parent's descriptors until the parent lets it go
+    ::close(hold[1]);
+    char byte = 0;
+    (void)!::read(hold[0], &byte, 1);
+    ::_exit(0);
+  }
+  ::close(hold[0]);
+  first.reset();
+  TcpStore second(options);
+  TcpStore client(client_options(port));
+  client.set("key", std::string_view("value"));
+  CHECK(second.get_text("key") == "value");
+  ::close(hold[1]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
 }
 
 TEST_CASE("Store: the default all_gather of a store of your own", "[distributed][store][concurrency]") {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <sys/socket.h>
 #include <utility>
 
 #include <fmt/ranges.h>
@@ -234,6 +235,10 @@ StoreServer::~StoreServer() {
   // second is cut off.
   asio::post(io_, [this] {
     lingering_ = true;
+    // Stops listening first: a worker process forked while this server ran holds a copy of the
+    // listening socket, and closing ours alone would leave the port listening with nobody
+    // accepting (the next server could not bind it; a client would wait in its backlog).
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     asio::error_code ignored;
     acceptor_.close(ignored);
     retry_accept_.cancel();
