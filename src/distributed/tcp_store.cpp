@@ -30,17 +30,21 @@ struct TcpStore::Impl {
   explicit Impl(TcpStoreOptions store_options) : options(std::move(store_options)) {}
 
   /// Connects and shakes hands, retrying with backoff while no server is up (or one is closing
-  /// on purpose) until `deadline`. Throws RendezvousError for a refusal, or when the deadline
-  /// passes.
-  void connect(Clock::time_point deadline, std::string failure = "no answer") {
-    // `failure`: what the last attempt that ended met (a store that closed on purpose, first).
+  /// on purpose) until `deadline`; after a server closed on purpose, posts again to the next one
+  /// what it took with it (post_again). Throws RendezvousError for a refusal, or when the
+  /// deadline passes.
+  void connect(Clock::time_point deadline) {
+    // What the last attempt that ended met (a store that closed on purpose, first).
+    std::string failure = closing.empty() ? "no answer" : closing;
     const std::string where = fmt::format("{}:{}", options.host, port);
     std::chrono::milliseconds backoff(10);
     while (true) {
       if (auto refused = attempt(deadline, failure)) {
         DPIPE_THROW(RendezvousError, "TcpStore: {} ({})", *refused, where);
       }
-      if (connected) return;
+      // A successor of a server that closed on purpose first gets what that one took with it.
+      if (connected && (closing.empty() || post_again(deadline))) return;
+      if (connected) failure = closing;  // it closes too
       close();
       const auto now = Clock::now();
       if (now >= deadline) {
@@ -49,7 +53,8 @@ struct TcpStore::Impl {
       }
       std::this_thread::sleep_for(
           std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)));
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+      // A store that closes on purpose is replaced within moments: ask its successor soon.
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(closing.empty() ? 1000 : 100));
     }
   }
 
@@ -67,7 +72,7 @@ struct TcpStore::Impl {
     asio::async_connect(socket, endpoints, [&](const asio::error_code& error, const auto&) { result = error; });
     if (!run_until(deadline)) return std::nullopt;
     if (result) {
-      if (!failure.ends_with("no store came back")) failure = result.message();
+      if (closing.empty()) failure = result.message();
       return std::nullopt;
     }
     detail::store::Hello hello{kProtocolVersion, options.token, std::nullopt};
@@ -86,7 +91,8 @@ struct TcpStore::Impl {
       return std::nullopt;
     }
     if (welcome.failure == detail::store::Failure::kClosing) {
-      failure = welcome.error + ", and no store came back";
+      closed_on_purpose(welcome);
+      failure = closing;
       return std::nullopt;
     }
     return welcome.error;
@@ -101,18 +107,13 @@ struct TcpStore::Impl {
                               std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
     const auto deadline = Clock::now() + options.timeout + grace;
     const std::string what = detail::store::describe(request);
-    std::string closing;  // the notice of a store that closed on purpose
     while (true) {
-      if (!connected) {
-        connect(deadline, closing.empty() ? "no answer" : closing);
-        if (!closing.empty() && !post_again(deadline, closing)) continue;
-      }
+      if (!connected) connect(deadline);
       const Reply reply = exchange(detail::store::encode(request), deadline, what);
       if (reply.ok) return reply.body;
       if (reply.failure == detail::store::Failure::kClosing) {
-        close();
+        closed_on_purpose(reply);
         if (request.op == Op::kLeave) return {};
-        closing = reply.error + ", and no store came back";
         continue;
       }
       throw_failure(reply, what);
@@ -120,20 +121,27 @@ struct TcpStore::Impl {
   }
 
   /// Posts `uncollected_posts` to the server just connected, which replaced one that closed on
-  /// purpose. False (and `closing` says why) when this one closes too.
-  bool post_again(Clock::time_point deadline, std::string& closing) {
+  /// purpose, and forgets that one. False when this one closes too.
+  bool post_again(Clock::time_point deadline) {
     for (const Request& post : uncollected_posts) {
       const std::string what = detail::store::describe(post);
       const Reply reply = exchange(detail::store::encode(post), deadline, what);
       if (reply.ok) continue;
       if (reply.failure == detail::store::Failure::kClosing) {
-        close();
-        closing = reply.error + ", and no store came back";
+        closed_on_purpose(reply);
         return false;
       }
       throw_failure(reply, what);
     }
+    closing.clear();
     return true;
+  }
+
+  /// The server said it closes on purpose (or is not yet the one to ask): closes the connection;
+  /// the next server is asked, and given the posts first.
+  void closed_on_purpose(const Reply& notice) {
+    close();
+    closing = notice.error + ", and no store came back";
   }
 
   /// Throws the exception matching the server's refusal of `what`.
@@ -218,6 +226,9 @@ struct TcpStore::Impl {
   /// that succeeded shows the server holds a round of the loader of rank 0's process, whose
   /// server lives as long as that loader; what was posted before it stays where it is.)
   std::vector<Request> uncollected_posts;
+  /// The notice of the last server that closed on purpose, until its successor took the posts
+  /// again (kept across calls: a call that timed out meanwhile leaves them to the next call).
+  std::string closing;
   std::uint16_t port = 0;
   std::shared_ptr<detail::store::StoreServer> server;
   asio::io_context io;

@@ -500,6 +500,51 @@ TEST_CASE("TcpStore: a closed server leaves its port to the next one though a fo
   CHECK(WIFEXITED(status));
 }
 
+// A rank restored from a checkpoint may come while rank 0's process still serves its previous
+// loader's store; if it died there, rank 0's next store would never hear of it.
+TEST_CASE("TcpStore: a rank of rank 0's next loader waits for the store that loader serves",
+          "[distributed][store][concurrency]") {
+  const std::uint16_t port = free_port();
+  TcpStoreOptions old_loader = server_options_on(port);
+  old_loader.rank = 0;
+  old_loader.member = "loader0/";
+  auto first = std::make_unique<TcpStore>(old_loader);
+  TcpStoreOptions next_loader = old_loader;
+  next_loader.member = "loader1/";
+  SECTION("refused until then") {
+    TcpStoreOptions early = rank_options(port, 1, 300ms);
+    early.member = "loader1/";
+    CHECK_THROWS_MATCHES(TcpStore(early), dpipe::RendezvousError,
+                         Catch::Message("TcpStore: cannot reach the store at 127.0.0.1:" + std::to_string(port) +
+                                        " within 300 ms (the store serves rank 0's loaders loader0/, not loader1/ "
+                                        "yet, and no store came back)"));
+    // The ranks of its own loader, and clients that are nobody in particular, are served.
+    TcpStore own(rank_options(port, 1));
+    TcpStore anybody(client_options(port));
+    anybody.set("key", std::string_view("value"));
+    // Once rank 0's next loader shares this server, so are that loader's ranks.
+    TcpStore next(next_loader);
+    TcpStoreOptions now = rank_options(port, 1);
+    now.member = "loader1/";
+    TcpStore rank1(now);
+    CHECK(rank1.get_text("key") == "value");
+  }
+  SECTION("a rank that dies at once is heard of by the next store") {
+    std::thread dying([&] {
+      TcpStoreOptions options = rank_options(port, 1);
+      options.member = "loader1/";
+      const TcpStore rank1(options);
+    });  // its connection closes without leaving, as when its process is killed
+    first.reset();
+    next_loader.serve = true;
+    TcpStore second(next_loader);
+    CHECK_THROWS_MATCHES(second.all_gather("loader1/seed/0", 0, 2, bytes("s")), dpipe::RendezvousError,
+                         Catch::Message("TcpStore: all_gather('loader1/seed/0', rank 0 of 2): rank 1 is gone: its "
+                                        "connection to the store closed (the process ended or was killed)"));
+    dying.join();
+  }
+}
+
 TEST_CASE("Store: the default all_gather of a store of your own", "[distributed][store][concurrency]") {
   auto store = std::make_shared<dpipe::testing::MemoryStore>();
   dpipe::PrefixStore view(store, "dpipe/");

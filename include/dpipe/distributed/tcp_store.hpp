@@ -40,7 +40,9 @@ struct TcpStoreOptions {
   /// The rank this client speaks for, and what it is a rank of (a loader's key prefix; empty:
   /// every round of the store): the rounds under that prefix that still wait for this rank then
   /// fail at once, naming it, when its connection closes (its process died) or it calls leave(),
-  /// instead of running into their timeout. Unset: the client is nobody in particular.
+  /// instead of running into their timeout. Unset: the client is nobody in particular. A rank
+  /// other than 0 connects once rank 0 of the same member greeted the server (or while no rank 0
+  /// did): until then it waits, as for a server that is not up.
   std::optional<std::size_t> rank;
   std::string member;
 };

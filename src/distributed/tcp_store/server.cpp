@@ -154,9 +154,23 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
       refuse("a wrong job token");
       return;
     }
+    if (hello.member && !server_.admits(*hello.member)) {
+      // A rank of rank 0's next loader, come while rank 0's process still serves its previous
+      // one: what it says here would leave with this server, so it is sent to the next one.
+      close_after_write_ = true;
+      send(Reply{.ok = false,
+                 .body = {},
+                 .failure = Failure::kClosing,
+                 .error = fmt::format("the store serves rank 0's loaders {}, not {} yet",
+                                      fmt::join(server_.hosted_, ", "), hello.member->name)});
+      return;
+    }
     greeted_ = true;
     member_ = std::move(hello.member);
-    if (member_) server_.departed_.erase(*member_);  // it reconnected
+    if (member_) {
+      server_.departed_.erase(*member_);  // it reconnected
+      if (member_->rank == 0) server_.hosted_.insert(member_->name);
+    }
     send(Reply{});
     read_frame();
   }
@@ -317,6 +331,10 @@ Reply StoreServer::closing_reply(const std::optional<Member>& member, const Repl
     }
   }
   return closing;
+}
+
+bool StoreServer::admits(const Member& member) const {
+  return member.rank == 0 || hosted_.empty() || hosted_.contains(member.name);
 }
 
 std::shared_ptr<StoreServer> StoreServer::shared(const std::string& host, std::uint16_t port, const std::string& token,

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,6 +98,10 @@ class StoreServer {
   [[nodiscard]] bool has_all(const std::vector<std::string>& keys) const;
   /// `member` left the job (`why`): its rounds still missing it fail.
   void depart(const Member& member, const std::string& why);
+  /// Whether `member` may connect: rank 0, or a rank of a loader whose rank 0 greeted this server
+  /// (or any, while no rank 0 did). A rank of rank 0's next loader, which will serve its own
+  /// store once its previous loader (and this server) is gone, waits for that store instead.
+  [[nodiscard]] bool admits(const Member& member) const;
   /// Why `round` cannot complete, if one of its missing ranks is gone.
   [[nodiscard]] std::optional<std::string> departed_from(const std::string& round, const Round& state) const;
   /// Fails `round` for everyone waiting in it and for the ranks still to come.
@@ -115,6 +120,8 @@ class StoreServer {
   std::vector<Waiter> waiters_;
   std::map<std::string, Round> rounds_;
   std::map<Member, std::string> departed_;
+  /// The members whose rank 0 greeted this server: the loaders of the process serving it.
+  std::set<std::string> hosted_;
   std::map<std::string, Reply> failed_rounds_;  // the last ones, for the ranks that arrive after the failure
   std::deque<std::string> failed_order_;
   std::vector<std::weak_ptr<Connection>> connections_;
