@@ -42,9 +42,11 @@ struct TcpStore::Impl {
       if (auto refused = attempt(deadline, failure)) {
         DPIPE_THROW(RendezvousError, "TcpStore: {} ({})", *refused, where);
       }
-      // A successor of a server that closed on purpose first gets what that one took with it.
-      if (connected && (closing.empty() || post_again(deadline))) return;
-      if (connected) failure = closing;  // it closes too
+      if (connected) {
+        // A successor of a server that closed on purpose first gets what that one took with it.
+        if (closing.empty() || post_again(deadline)) return;
+        failure = closing;  // it closes too
+      }
       close();
       const auto now = Clock::now();
       if (now >= deadline) {

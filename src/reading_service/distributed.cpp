@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -23,15 +24,17 @@
 namespace dpipe {
 namespace {
 
-/// The key prefix of this process's next loader named `name` for rank `rank`: "<name>/<k>/", k
-/// counting the loaders of that name and rank this process started ("loader" when unnamed), so
-/// that a loader built again under a name (a validation loader each epoch) never meets the rounds
-/// of the one before. (Counting per rank lets one process play several ranks, as tests do.)
-std::string next_loader_prefix(const std::string& name, std::size_t rank) {
+/// The key prefix of this process's next loader named `name` for rank `rank` of `world_size`:
+/// "<name>/<k>/", k counting the loaders of that name, rank and world size this process started
+/// ("loader" when unnamed), so that a loader built again under a name (a validation loader each
+/// epoch) never meets the rounds of the one before. (Counting per rank lets one process play
+/// several ranks, as tests do; per world size keeps a loader of this process alone, which every
+/// process may build as rank 0 of 1, from shifting the count of the job's loaders.)
+std::string next_loader_prefix(const std::string& name, const LaunchEnvironment& environment) {
   static std::mutex mutex;
-  static std::map<std::pair<std::string, std::size_t>, std::uint64_t> started;
+  static std::map<std::tuple<std::string, std::size_t, std::size_t>, std::uint64_t> started;
   const std::lock_guard lock(mutex);
-  return fmt::format("{}/{}/", name, started[{name, rank}]++);
+  return fmt::format("{}/{}/", name, started[{name, environment.rank, environment.world_size}]++);
 }
 
 }  // namespace
@@ -59,7 +62,7 @@ DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
   if (root_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() was already called");
   const LaunchEnvironment environment = detect();
   group_ = std::make_shared<detail::dist::RankGroup>(
-      environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment.rank));
+      environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment));
   graph::apply_sharding(graph, environment.world_size, environment.rank, ShardingPriority::kDistributed);
   if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr) {
     graph = apply_typed_op<ops::AppendFullSync>(graph, options_.timeout);

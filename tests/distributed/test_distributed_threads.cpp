@@ -94,6 +94,24 @@ TEST_CASE("Distributed threads: ranks as threads give torchdata's order", "[dist
                           joined({8, 5, 17, 11, 13, 1, 3, 19, 21, 0, 12}));
 }
 
+// Every process of a job may build a loader of its own alone (rank 0 of a world of one), which
+// uses no store: the job's loaders built after it must still meet under one name on every rank.
+TEST_CASE("Distributed threads: a loader of one process alone does not shift the job's loaders",
+          "[distributed][concurrency]") {
+  const std::uint16_t port = dpipe::testing::free_port();
+  {
+    Loader alone(numbers(5), dpipe::DistributedReadingService(rank_options(0, 1, port)));
+    CHECK(epoch_of(alone) == "0 1 2 3 4");
+  }
+  const auto results = run_ranks(2, [&](std::size_t rank) {
+    Loader loader(numbers(23).shuffle().sharding_filter(), dpipe::DistributedReadingService(rank_options(rank, 2, port)));
+    loader.seed(123);
+    return epoch_of(loader);
+  });
+  CHECK(results[0] == joined({17, 12, 3, 7, 4, 8, 18, 2, 20, 6, 16}));
+  CHECK(results[1] == joined({10, 21, 22, 5, 13, 0, 9, 11, 19, 1, 15}));
+}
+
 TEST_CASE("Distributed threads: a store the trainer already has", "[distributed][concurrency]") {
   const auto store = std::make_shared<dpipe::testing::MemoryStore>();
   const auto results = run_ranks(2, [&](std::size_t rank) {

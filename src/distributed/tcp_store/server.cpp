@@ -433,6 +433,7 @@ void StoreServer::serve(const std::shared_ptr<Connection>& connection, Request r
       connection->send(reply);
       if (const auto& member = connection->member()) {
         connection->leave();
+        if (member->rank == 0) hosted_.erase(member->name);
         depart(*member, "it shut its loader down");
       }
       return;
@@ -520,7 +521,12 @@ std::optional<std::string> StoreServer::arrive(const std::string& name, Request&
   std::string error;
   Round* round = open_round(name, request.world_size, request.timeout_ms, error);
   if (round == nullptr) return fmt::format("rank {} says {}", request.rank, error);
-  if (round->values[request.rank]) return fmt::format("rank {} arrived twice", request.rank);
+  if (round->values[request.rank]) {
+    // The same post again (a client re-posting after its server closed, to a server that took
+    // the first) changes nothing.
+    if (*round->values[request.rank] == request.value) return std::nullopt;
+    return fmt::format("rank {} arrived twice, with another value", request.rank);
+  }
   round->values[request.rank] = std::move(request.value);
   ++round->arrived;
   if (round->complete()) {

@@ -120,7 +120,8 @@ class StoreServer {
   std::vector<Waiter> waiters_;
   std::map<std::string, Round> rounds_;
   std::map<Member, std::string> departed_;
-  /// The members whose rank 0 greeted this server: the loaders of the process serving it.
+  /// The members whose rank 0 greeted this server and did not leave: the live loaders of the
+  /// process serving it.
   std::set<std::string> hosted_;
   std::map<std::string, Reply> failed_rounds_;  // the last ones, for the ranks that arrive after the failure
   std::deque<std::string> failed_order_;

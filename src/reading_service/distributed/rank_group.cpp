@@ -106,10 +106,13 @@ RankGroup::RankGroup(LaunchEnvironment environment, const DistributedOptions& op
                         environment_.store_host, environment_.store_port);
 }
 
-void RankGroup::connect() {
+void RankGroup::connect(std::optional<std::chrono::milliseconds> patience) {
   if (store_ || left_) return;
   try {
-    tcp_ = std::make_shared<TcpStore>(tcp_options_);
+    TcpStoreOptions options = tcp_options_;
+    if (patience) options.timeout = std::min(options.timeout, *patience);
+    tcp_ = std::make_shared<TcpStore>(options);
+    tcp_->set_timeout(tcp_options_.timeout);
   } catch (const Error& error) {
     DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): cannot meet the other ranks: {}", where_,
                 error.what());
@@ -166,7 +169,7 @@ void RankGroup::post(const std::string& round, std::span<const std::byte> value)
   constexpr std::chrono::milliseconds kPatience(2000);
   try {
     const std::lock_guard lock(mutex_);
-    connect();
+    connect(kPatience);
     if (!store_) return;
     const auto previous = store_->timeout();
     store_->set_timeout(std::min(previous, kPatience));

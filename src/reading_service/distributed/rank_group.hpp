@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <dpipe/core/capabilities.hpp>
@@ -56,8 +57,9 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
   std::string where_;
   std::chrono::milliseconds timeout_;
   std::size_t fullsync_block_;
-  /// Starts dpipe's TcpStore, unless the trainer brought a store, or it runs, or the rank left.
-  void connect();
+  /// Starts dpipe's TcpStore, unless the trainer brought a store, or it runs, or the rank left;
+  /// waits for the store `patience` at most (default: the loader's timeout).
+  void connect(std::optional<std::chrono::milliseconds> patience = std::nullopt);
 
   TcpStoreOptions tcp_options_;    // dpipe's own store, when the trainer brought none...
   std::shared_ptr<TcpStore> tcp_;  // ...once it started
