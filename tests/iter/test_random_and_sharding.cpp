@@ -93,6 +93,19 @@ TEST_CASE("sharding_filter: groups combine as worker + workers * rank", "[iter][
   CHECK(collect(filtered) == std::vector<int>{3, 8});
 }
 
+TEST_CASE("sharding_filter: a batch of a share holds only its own elements", "[iter][sharding]") {
+  // A batch reserves room for its size and pulls that many; the filter must not read its whole
+  // stride of source elements into the batch's vector, which would double its memory.
+  auto batches = iter::from(range(20)).sharding_filter().batch(4);
+  dpipe::graph::apply_sharding(batches.ptr(), 2, 1);
+  std::vector<std::vector<int>> seen;
+  for (auto& batch : batches) {
+    CHECK(batch.capacity() == 4);
+    seen.push_back(std::move(batch));
+  }
+  CHECK(seen == std::vector<std::vector<int>>{{1, 3, 5, 7}, {9, 11, 13, 15}, {17, 19}});
+}
+
 TEST_CASE("sharding_filter: what precedes an upstream failure is still this instance's share",
           "[iter][sharding][error_policy]") {
   // The map throws at 7 after appending 0..6 in one bulk read; a skipping map below the filter

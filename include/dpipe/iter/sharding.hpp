@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/iteration_local.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -86,23 +87,27 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
       index_ += got;
       return got;
     }
+    // The source's elements go to a staging area, and only this instance's share to `out`: a
+    // batch that pulls n elements into a vector reserved for n is never reallocated.
+    auto& staging = *staging_;
     std::size_t produced = 0;
     while (produced < n) {
       // Up to the index of the last element still wanted, so nothing is read ahead.
       const std::size_t offset = (settings_.instance_id() + instances - index_ % instances) % instances;
       const std::size_t wanted = offset + (n - produced - 1) * instances + 1;
-      const std::size_t start = out.size();
+      staging.clear();
       std::size_t got = 0;
       try {
-        got = source_.pull(out, wanted);
+        got = source_.pull(staging, wanted);
       } catch (...) {
         // What the source appended before failing precedes the failure: keep this instance's share.
-        (void)keep_share(out, start, offset, instances);
+        (void)keep_share(staging, out, offset, instances);
         throw;
       }
-      produced += keep_share(out, start, offset, instances);
+      produced += keep_share(staging, out, offset, instances);
       if (got < wanted) break;
     }
+    staging.clear();
     return produced;
   }
 
@@ -114,18 +119,16 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
   }
 
  private:
-  /// Keeps this instance's elements of those appended to `out` since `start` (the one at
-  /// `offset` and every `instances`-th after it), erases the others, and counts them all in the
-  /// index. A stride, not a test of every index: no division per element.
-  std::size_t keep_share(std::vector<T>& out, std::size_t start, std::size_t offset, std::size_t instances) {
-    const std::size_t appended = out.size() - start;
+  /// Moves this instance's elements of those the source appended to `staged` (the one at `offset`
+  /// and every `instances`-th after it) to `out`, and counts them all in the index. A stride, not a
+  /// test of every index: no division per element.
+  std::size_t keep_share(std::vector<T>& staged, std::vector<T>& out, std::size_t offset, std::size_t instances) {
     std::size_t kept = 0;
-    for (std::size_t at = offset; at < appended; at += instances) {
-      if (at != kept) out[start + kept] = std::move(out[start + at]);
+    for (std::size_t at = offset; at < staged.size(); at += instances) {
+      out.push_back(std::move(staged[at]));
       ++kept;
     }
-    out.erase(out.begin() + static_cast<std::ptrdiff_t>(start + kept), out.end());
-    index_ += appended;
+    index_ += staged.size();
     return kept;
   }
 
@@ -136,6 +139,7 @@ class ShardingFilter final : public IterDataPipe<T>, public ShardingDataPipe {
   Input<T> source_;
   detail::ShardingSettings settings_;
   std::size_t index_ = 0;
+  detail::IterationLocal<std::vector<T>> staging_;
 };
 
 /// An identity that marks the end of a branch to run once, in MultiProcessingReadingService's
