@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <dpipe/dpipe.hpp>
 
 #include "distributed/tcp_store/protocol.hpp"
+#include "reading_service/distributed/rank_group.hpp"
 #include "support/free_port.hpp"
 #include "support/log_capture.hpp"
 #include "support/memory_store.hpp"
@@ -325,6 +327,14 @@ TcpStoreOptions rank_options(std::uint16_t port, std::size_t rank, std::chrono::
   return options;
 }
 
+/// Rank 0's server on `port`, serving the store of its loader "loader0/".
+TcpStoreOptions loader0_server_options(std::uint16_t port) {
+  TcpStoreOptions options = server_options_on(port);
+  options.rank = 0;
+  options.member = "loader0/";
+  return options;
+}
+
 std::vector<std::string> texts(const std::vector<std::vector<std::byte>>& values) {
   std::vector<std::string> out;
   for (const auto& value : values) out.push_back(text(value));
@@ -508,9 +518,7 @@ TEST_CASE("TcpStore: a closed server leaves its port to the next one though a fo
 TEST_CASE("TcpStore: a rank of rank 0's next loader waits for the store that loader serves",
           "[distributed][store][concurrency]") {
   const std::uint16_t port = free_port();
-  TcpStoreOptions old_loader = server_options_on(port);
-  old_loader.rank = 0;
-  old_loader.member = "loader0/";
+  const TcpStoreOptions old_loader = loader0_server_options(port);
   auto first = std::make_unique<TcpStore>(old_loader);
   TcpStoreOptions next_loader = old_loader;
   next_loader.member = "loader1/";
@@ -546,6 +554,32 @@ TEST_CASE("TcpStore: a rank of rank 0's next loader waits for the store that loa
                                         "connection to the store closed (the process ended or was killed)"));
     dying.join();
   }
+}
+
+TEST_CASE("RankGroup: a failing rank's notice waits its patience and not the loader's timeout for a refusing store",
+          "[distributed][store][concurrency]") {
+  // Rank 0 still serves its previous loader (loader0/): the store refuses loader1/'s rank 1 until
+  // rank 0's loader1/ greets it. A rank 1 that fails now leaves its notice if it can, and goes on
+  // failing within its patience (2 s) instead of waiting the hour its loader may wait.
+  const std::uint16_t port = free_port();
+  const TcpStore first(loader0_server_options(port));
+  dpipe::LaunchEnvironment environment;
+  environment.rank = 1;
+  environment.world_size = 2;
+  environment.store_host = "127.0.0.1";
+  environment.store_port = port;
+  environment.token = "job-1";
+  dpipe::DistributedOptions options;
+  options.timeout = std::chrono::hours(1);
+  const auto group = std::make_shared<dpipe::detail::dist::RankGroup>(environment, options, "loader1/");
+  const auto start = std::chrono::steady_clock::now();
+  group->post("fullsync0/0/0", bytes("failed"));
+  // Not a timing target: a post that waited for the loader's hour would never get here.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::minutes(1));
+  // The store never took the notice: it still refuses loader1/'s ranks.
+  TcpStoreOptions early = rank_options(port, 1, 100ms);
+  early.member = "loader1/";
+  CHECK_THROWS_AS(TcpStore(early), dpipe::RendezvousError);
 }
 
 TEST_CASE("Store: the default all_gather of a store of your own", "[distributed][store][concurrency]") {
