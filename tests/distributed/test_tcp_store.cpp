@@ -579,7 +579,10 @@ TEST_CASE("RankGroup: a failing rank's notice waits its patience and not the loa
   // The store never took the notice: it still refuses loader1/'s ranks.
   TcpStoreOptions early = rank_options(port, 1, 100ms);
   early.member = "loader1/";
-  CHECK_THROWS_AS(TcpStore(early), dpipe::RendezvousError);
+  CHECK_THROWS_MATCHES(TcpStore(early), dpipe::RendezvousError,
+                       Catch::Message("TcpStore: cannot reach the store at 127.0.0.1:" + std::to_string(port) +
+                                      " within 100 ms (the store serves rank 0's loaders loader0/, not loader1/ "
+                                      "yet, and no store came back)"));
 }
 
 TEST_CASE("Store: the default all_gather of a store of your own", "[distributed][store][concurrency]") {
