@@ -1,5 +1,5 @@
-// Reads the formats training data comes in: CSV with a header, JSON lines, and TFRecord files of
-// tf.train.Example records. The example writes each file itself (the TFRecord framing and the
+// Reads the formats training data comes in: text lines in blocks, CSV with a header, JSON lines,
+// and TFRecord files of tf.train.Example records. The example writes each file itself (the TFRecord framing and the
 // Example's protobuf bytes by hand, as TensorFlow writes them).
 
 #include <cstdint>
@@ -69,6 +69,18 @@ int main() {
                                      << R"({"id": 2, "text": "b", "tags": ["x"]})"
                                      << "\n";
   std::ofstream(dir / "train.tfrecord", std::ios::binary) << framed(example_of("id", 7)) << framed(example_of("id", 8));
+  std::ofstream(dir / "notes.txt") << "one\ntwo\nthree\nfour\nfive\n";
+
+  // [lines]
+  auto blocks = dpipe::io::list_files(dir.string(), {"*.txt"}) | dpipe::io::open_files() |
+                dpipe::io::readlines({}, dpipe::io::in_blocks(2));  // io::LineBlocks of up to 2 lines
+  std::string starts;
+  std::size_t line_bytes = 0;
+  for (const auto& block : blocks) {
+    starts += " " + std::to_string(block.first_line());                   // the number of its first line
+    for (const std::string_view line : block) line_bytes += line.size();  // views into the block
+  }
+  // [lines]
 
   // [csv]
   auto records = dpipe::io::list_files(dir.string(), {"*.csv"}) | dpipe::io::open_files() |
@@ -88,7 +100,8 @@ int main() {
   std::string ids;
   for (const auto& example : examples) ids += std::to_string(std::get<dpipe::io::Int64List>(example.at("id")).at(0));
   // [tfrecord]
-  std::printf("csv: label sum %d\njsonl: %s\ntfrecord: ids %s\n", label_sum, texts.c_str(), ids.c_str());
+  std::printf("lines: %zu bytes, blocks from lines%s\ncsv: label sum %d\njsonl: %s\ntfrecord: ids %s\n", line_bytes,
+              starts.c_str(), label_sum, texts.c_str(), ids.c_str());
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <dpipe/io/csv.hpp>
 #include <dpipe/io/decompress.hpp>
 #include <dpipe/io/json.hpp>
+#include <dpipe/io/line_block.hpp>
 #include <dpipe/io/list_files.hpp>
 #include <dpipe/io/load_from_archive.hpp>
 #include <dpipe/io/open_files.hpp>

@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 using dpipe::DataError;
 using dpipe::io::PathLine;
 using dpipe::testing::TempDir;
+using dpipe::testing::TextFiles;
 
 std::vector<std::string> lines_of(const std::vector<PathLine>& pairs) {
   std::vector<std::string> lines;
@@ -110,18 +111,6 @@ TEST_CASE("list_files refuses a missing root and a checkpoint of a directory tha
                         "', and the listing now has 2 paths, path 1 being '" + (dir / "0.txt") + "'"));
   }
 }
-
-namespace {
-
-/// Three files: a header and lines, a file with "\r\n" endings and no final newline, an empty one.
-struct TextFiles {
-  TempDir dir;
-  std::string a = dir.write("a.txt", "header\none\ntwo\n\nthree\n");
-  std::string b = dir.write("b.txt", "header\r\nfour\r\nfive");
-  std::string c = dir.write("c.txt", "");
-};
-
-}  // namespace
 
 TEST_CASE("readlines yields each file's lines with its path", "[io]") {
   TextFiles files;

@@ -1,5 +1,6 @@
 #pragma once
-// TempDir: a fresh directory for a test's files, removed with everything in it at the end.
+// TempDir: a fresh directory for a test's files, removed with everything in it at the end; and
+// TextFiles, three small text files in one.
 
 #include <cstdlib>
 #include <filesystem>
@@ -37,6 +38,14 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+/// Three files: a header and lines, a file with "\r\n" endings and no final newline, an empty one.
+struct TextFiles {
+  TempDir dir;
+  std::string a = dir.write("a.txt", "header\none\ntwo\n\nthree\n");
+  std::string b = dir.write("b.txt", "header\r\nfour\r\nfive");
+  std::string c = dir.write("c.txt", "");
 };
 
 }  // namespace dpipe::testing

@@ -110,7 +110,9 @@ class JsonLinesParser final : public detail::FileReader<Out, detail::LineCursor>
   std::optional<Out> read_next() override {
     auto& cursor = this->cursor_;
     for (;;) {
-      if (!cursor.next(line_, this->label())) return std::nullopt;
+      const auto line = cursor.next(this->label());
+      if (!line) return std::nullopt;
+      line_.assign(*line);
       auto result = detail::JsonDecoder::Result::kValue;
       Json value = decoder_.decode(line_, result);
       switch (result) {

@@ -1,10 +1,13 @@
 #pragma once
 /// \file
 /// `io::readlines(options)` (torchdata's LineReader): the lines of each opened file, as
-/// (path, line) pairs, or as lines alone with `io::lines_only`. Checkpoint state: the file being
+/// (path, line) pairs, as lines alone with `io::lines_only`, or in blocks of n lines with
+/// `io::in_blocks(n)` (dpipe's fast form: one allocation per block). Checkpoint state: the file being
 /// read, the byte offset of its next line and its line count; a restore reopens that one file
 /// there and reads nothing before it.
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -18,6 +21,7 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
+#include <dpipe/io/line_block.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 namespace dpipe::io {
@@ -42,25 +46,14 @@ inline constexpr LinesOnly lines_only{};
 /// return_path=True).
 using PathLine = std::pair<std::string, std::string>;
 
-/// Yields the lines of each file its source opens, file after file (Out: PathLine or
-/// std::string). Lines end at "\n"; a last line without one is yielded too; a file's lines are
-/// numbered from 1 in errors, skipped lines included. Thread-safety: one iterating thread.
-template <class Out>
-class LineReader final : public detail::FileReader<Out, detail::LineCursor> {
-  static_assert(std::is_same_v<Out, PathLine> || std::is_same_v<Out, std::string>);
-  using Base = detail::FileReader<Out, detail::LineCursor>;
+namespace detail {
 
+/// What the line readers share: the options, their check and their settings.
+template <class Out>
+class LineReaderBase : public FileReader<Out, LineCursor> {
  public:
   static constexpr std::string_view kName = "readlines";
 
-  LineReader(const IterPipe<OpenedFile>& files, ReadLinesOptions options)
-      : Base(kName, files, detail::LineCursor({options.skip_lines, options.strip_newline, options.max_line_bytes}),
-             options.on_error),
-        options_(options) {
-    if (options.max_line_bytes == 0) DPIPE_THROW(InvalidArgument, "readlines: max_line_bytes must be > 0");
-  }
-
-  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<LineReader>(*this); }
   [[nodiscard]] NodeSettings settings() const override {
     return {{"skip_lines", std::to_string(options_.skip_lines)},
             {"strip_newline", options_.strip_newline ? "true" : "false"},
@@ -68,24 +61,114 @@ class LineReader final : public detail::FileReader<Out, detail::LineCursor> {
   }
 
  protected:
-  std::optional<Out> read_next() override {
-    std::string line;
-    if (!this->cursor_.next(line, this->label())) return std::nullopt;
-    if constexpr (std::is_same_v<Out, PathLine>) {
-      return PathLine{this->cursor_.path(), std::move(line)};
-    } else {
-      return line;
-    }
+  LineReaderBase(const IterPipe<OpenedFile>& files, ReadLinesOptions options)
+      : FileReader<Out, LineCursor>(kName, files,
+                                    LineCursor({options.skip_lines, options.strip_newline, options.max_line_bytes}),
+                                    options.on_error),
+        options_(options) {
+    if (options.max_line_bytes == 0) DPIPE_THROW(InvalidArgument, "readlines: max_line_bytes must be > 0");
   }
 
  private:
   ReadLinesOptions options_;
 };
 
+}  // namespace detail
+
+/// Yields the lines of each file its source opens, file after file (Out: PathLine or
+/// std::string). Lines end at "\n"; a last line without one is yielded too; a file's lines are
+/// numbered from 1 in errors, skipped lines included. Thread-safety: one iterating thread.
+template <class Out>
+class LineReader final : public detail::LineReaderBase<Out> {
+  static_assert(std::is_same_v<Out, PathLine> || std::is_same_v<Out, std::string>);
+
+ public:
+  LineReader(const IterPipe<OpenedFile>& files, ReadLinesOptions options)
+      : detail::LineReaderBase<Out>(files, options) {}
+
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<LineReader>(*this); }
+
+ protected:
+  std::optional<Out> read_next() override {
+    const auto line = this->cursor_.next(this->label());
+    if (!line) return std::nullopt;
+    if constexpr (std::is_same_v<Out, PathLine>) {
+      return PathLine{this->cursor_.path(), std::string(*line)};
+    } else {
+      return std::string(*line);
+    }
+  }
+};
+
+/// Tag: readlines yields LineBlocks of up to `lines` consecutive lines of a file instead of a
+/// string per line (io::in_blocks(n)).
+struct InBlocks {
+  std::size_t lines;
+};
+/// readlines yields blocks of up to `lines` lines: `files | io::readlines({}, io::in_blocks(1024))`.
+[[nodiscard]] constexpr InBlocks in_blocks(std::size_t lines) noexcept { return {lines}; }
+
+/// Yields the lines of each file its source opens as LineBlocks of up to `lines_per_block` lines,
+/// the lines and errors of LineReader, with one allocation per block instead of one per line. A
+/// block ends early at the end of its file, and after a bad line that OnError::skip skipped, so
+/// that its lines are consecutive; with the raise policy a bad line raises and the lines read into
+/// its block before it are lost, as with a batch. Checkpoint state: LineReader's, taken between
+/// blocks. Thread-safety: one iterating thread.
+class LineBlockReader final : public detail::LineReaderBase<LineBlock> {
+ public:
+  LineBlockReader(const IterPipe<OpenedFile>& files, ReadLinesOptions options, std::size_t lines_per_block)
+      : detail::LineReaderBase<LineBlock>(files, options), lines_per_block_(lines_per_block) {
+    if (lines_per_block == 0) DPIPE_THROW(InvalidArgument, "readlines: in_blocks needs at least 1 line per block");
+  }
+
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<LineBlockReader>(*this); }
+  [[nodiscard]] NodeSettings settings() const override {
+    auto settings = detail::LineReaderBase<LineBlock>::settings();
+    settings.emplace_back("lines_per_block", std::to_string(lines_per_block_));
+    return settings;
+  }
+
+ protected:
+  std::optional<LineBlock> read_next() override {
+    const auto first = cursor_.next(label());
+    if (!first) return std::nullopt;
+    LineBlock block(cursor_.path(), cursor_.line());
+    block.reserve(lines_per_block_, buffer_bytes_hint_);
+    block.append(*first);
+    std::array<std::string_view, 64> run;
+    try {
+      while (block.size() < lines_per_block_) {
+        const std::size_t wanted = std::min(run.size(), lines_per_block_ - block.size());
+        if (const std::size_t got = cursor_.next_buffered({run.data(), wanted}); got > 0) {
+          block.append_run({run.data(), got});
+          continue;
+        }
+        const auto line = cursor_.next(label());  // reads on, or a line the fast path leaves
+        if (!line) break;
+        block.append(*line);
+      }
+    } catch (const DataError& error) {
+      skip_bad_data(error);
+    }
+    buffer_bytes_hint_ = block.buffer().size();
+    return block;
+  }
+
+ private:
+  std::size_t lines_per_block_;
+  std::size_t buffer_bytes_hint_ = 0;  // the last block's buffer: the next one reserves as much
+};
+
 /// `files | io::readlines(options)`: (path, line) pairs.
 [[nodiscard]] inline auto readlines(ReadLinesOptions options = {}) {
   return PipeAdaptor{
       [=](const IterPipe<OpenedFile>& files) { return make_iter<LineReader<PathLine>>(files, options); }};
+}
+
+/// `files | io::readlines(options, io::in_blocks(n))`: LineBlocks of up to n lines.
+[[nodiscard]] inline auto readlines(ReadLinesOptions options, InBlocks blocks) {
+  return PipeAdaptor{
+      [=](const IterPipe<OpenedFile>& files) { return make_iter<LineBlockReader>(files, options, blocks.lines); }};
 }
 
 /// `files | io::readlines(options, io::lines_only)`: the lines alone.

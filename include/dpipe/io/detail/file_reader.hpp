@@ -75,10 +75,16 @@ class FileReader : public IterDataPipe<Out> {
       try {
         if (auto element = read_next()) return element;
       } catch (const DataError& error) {
-        skipper_.skip_bad_data(error);
-        this->count_skipped();
+        skip_bad_data(error);
       }
     }
+  }
+
+  /// In the catch block of `error`: rethrows it when the policy raises; otherwise logs it and
+  /// counts it as skipped (ElementError past the budget).
+  void skip_bad_data(const DataError& error) {
+    skipper_.skip_bad_data(error);
+    this->count_skipped();
   }
 
   Cursor cursor_;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,16 +27,22 @@ class LineCursor final : public FileCursor {
  public:
   explicit LineCursor(LineRules rules) : rules_(rules) {}
 
-  /// The number of the line next() stored last (from 1, skipped lines included), while reading().
+  /// The number of the line next() returned last (from 1, skipped lines included), while reading().
   [[nodiscard]] std::uint64_t line() const noexcept { return count_; }
-  /// The byte offset where the line next() stored last starts, while reading().
+  /// The byte offset where the line next() returned last starts, while reading().
   [[nodiscard]] std::uint64_t line_offset() const noexcept { return line_offset_; }
 
-  /// Stores the next line of the current file in `line`; false at its end, and the file is closed.
-  /// A read error is a DataError naming `node` (the file is closed); a line longer than the limit
-  /// is a DataError too, after the cursor moved past that line (the next call reads the line after
-  /// it).
-  bool next(std::string& line, std::string_view node);
+  /// The next line of the current file, valid until the next call; std::nullopt at its end, and
+  /// the file is closed. A read error is a DataError naming `node` (the file is closed); a line
+  /// longer than the limit is a DataError too, after the cursor moved past that line (the next
+  /// call reads the line after it).
+  std::optional<std::string_view> next(std::string_view node);
+
+  /// The fast path of next() for a run of lines: stores up to lines.size() lines that are already
+  /// in the buffer in `lines`, as next() would return them, valid until the next call of either,
+  /// and returns how many. It stops early at a line next() must handle (one that runs past the
+  /// buffer, an overlong one, a header line to skip, "\r\n" kept as "\n"); it never reads.
+  std::size_t next_buffered(std::span<std::string_view> lines) noexcept;
 
  private:
   /// Reads more of the file behind what is buffered; false at its end.
@@ -47,8 +54,10 @@ class LineCursor final : public FileCursor {
   [[noreturn]] void reject_long_line(std::uint64_t offset, std::string_view node);
 
   LineRules rules_;
-  /// Where the line next() stored last starts.
+  /// Where the line next() returned last starts.
   std::uint64_t line_offset_ = 0;
+  /// A line next() returned that is not in the buffer as it is: "\r\n" kept as "\n".
+  std::string rewritten_;
 };
 
 }  // namespace dpipe::io::detail
