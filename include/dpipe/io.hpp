@@ -5,6 +5,7 @@
 
 #include <dpipe/io/csv.hpp>
 #include <dpipe/io/decompress.hpp>
+#include <dpipe/io/in_blocks.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/line_block.hpp>
 #include <dpipe/io/list_files.hpp>

@@ -51,32 +51,6 @@ inline const char* scan(const char* from, const char* to, const CsvStops& stops)
   return from;
 }
 
-/// Collects the fields of a row, or drops them once the row is known to be too long (it is then
-/// read to its end without keeping anything).
-class RowBuilder {
- public:
-  explicit RowBuilder(std::vector<std::string>& fields) noexcept : fields_(fields) {}
-  void new_field() {
-    if (!discarding_) fields_.emplace_back();
-  }
-  void append(const char* from, const char* to) {
-    if (!discarding_) fields_.back().append(from, static_cast<std::size_t>(to - from));  // not replace()
-  }
-  void append(char c) {
-    if (!discarding_) fields_.back().push_back(c);
-  }
-  void discard() {
-    discarding_ = true;
-    fields_.clear();
-    fields_.shrink_to_fit();
-  }
-  [[nodiscard]] bool discarding() const noexcept { return discarding_; }
-
- private:
-  std::vector<std::string>& fields_;
-  bool discarding_ = false;
-};
-
 }  // namespace
 
 CsvCursor::CsvCursor(CsvRules rules)
@@ -116,8 +90,8 @@ DataError CsvCursor::row_error(std::string_view node, std::string_view reason) c
   return {node, {.path = file_->path(), .line = row_line_, .byte_offset = row_offset_}, reason};
 }
 
-bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
-  fields.clear();
+template <class Sink>
+bool CsvCursor::next(Sink& row, std::string_view node) {
   if (!lines_skipped_) {
     skip_lines(node);
     lines_skipped_ = true;
@@ -126,12 +100,11 @@ bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
     close();
     return false;
   }
-  if (fields.capacity() < width_) fields.reserve(width_);
+  row.reserve(width_);
   row_offset_ = next_offset();
   row_line_ = count_ + 1;
   const char delimiter = rules_.delimiter;
   const char quote = rules_.quotechar;
-  RowBuilder row(fields);
   auto state = State::kStartRecord;
   bool after_cr = false;  // inside quotes, the last byte was a '\r' (a '\n' now ends no new line)
   const auto too_long = [&] { return row.discarding() || next_offset() - row_offset_ > rules_.max_row_bytes; };
@@ -227,7 +200,7 @@ bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
       consume_line_end(begin_, node);
       if (rejected)
         throw row_error(node, fmt::format("the row is longer than max_row_bytes ({})", rules_.max_row_bytes));
-      width_ = fields.size();
+      width_ = row.size();
       return true;
     }
     begin_ = end_;
@@ -240,9 +213,12 @@ bool CsvCursor::next(std::vector<std::string>& fields, std::string_view node) {
   }
   if (state == State::kStartField) row.new_field();  // "a," ends with an empty field
   if (too_long()) throw row_error(node, fmt::format("the row is longer than max_row_bytes ({})", rules_.max_row_bytes));
-  width_ = fields.size();
+  width_ = row.size();
   return true;
 }
+
+template bool CsvCursor::next(CsvFieldsSink& row, std::string_view node);
+template bool CsvCursor::next(CsvBlockSink& row, std::string_view node);
 
 void CsvCursor::load(const StateReader& reader, std::string_view node) {
   // A checkpoint is taken between rows, after the skipped lines.

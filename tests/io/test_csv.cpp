@@ -307,10 +307,8 @@ TEST_CASE("parse_csv_as_dict runs the standard battery and its records cross pro
 }
 
 TEST_CASE("parse_csv raises DataError for an unclosed quote and an overlong row or skips and counts", "[io][csv]") {
-  TempDir dir;
-  const auto unclosed = dir.write("unclosed.csv", "id,text\n1,ok\n2,\"never\nclosed,3\n");
-  const auto long_rows = dir.write("long.csv", "short,row\n\"0123456789\nabc\",x\n0123456789\nafter");
-  const auto good = dir.write("good.csv", "g\n");
+  const dpipe::testing::BadCsvFiles files;
+  const auto& [dir, unclosed, long_rows, good] = files;
   const auto make = [&](dpipe::OnError on_error, std::vector<std::string> paths) {
     return dpipe::iter::from(std::move(paths)) | dpipe::io::open_files() |
            dpipe::io::parse_csv({.max_row_bytes = 10, .on_error = on_error});
@@ -338,14 +336,8 @@ TEST_CASE("parse_csv raises DataError for an unclosed quote and an overlong row 
     CHECK(dpipe::testing::collect(pipe) ==
           Rows{{"id", "text"}, {"1", "ok"}, {"short", "row"}, {"0123456789"}, {"after"}, {"g"}});
     const auto rows = dpipe::graph::statistics(pipe.ptr());
-    REQUIRE(rows.size() == 3);
-    CHECK(rows[0].label.starts_with("parse_csv#"));
-    CHECK(rows[0].skipped == 2);
-    const auto messages = log.messages();
-    REQUIRE(messages.size() == 2);
-    CHECK_THAT(messages[1], Catch::Matches("parse_csv#[0-9]+: '" + long_rows +
-                                           "' line 2 byte offset 10: the row is longer than max_row_bytes \\(10\\); "
-                                           "skipped \\(2 in this epoch\\)"));
+    CHECK(rows.size() == 3);
+    files.check_skip_reports(rows, log.messages());
   }
   SECTION("a row too long at the end of a file and one longer than a read block") {
     const auto tail = dir.write("tail.csv", "ok\n01234567890");
@@ -361,13 +353,8 @@ TEST_CASE("parse_csv raises DataError for an unclosed quote and an overlong row 
 }
 
 TEST_CASE("parse_csv restores after a multi-line quoted row without reading the files before it", "[io][csv]") {
-  TempDir dir;
-  const auto first = dir.write("first.csv", "0\n");
-  const auto multi = dir.write("multi.csv",
-                               "h1,h2\n"                // line 1, bytes 0-5
-                               "\"a\nb\r\nc\",1\n"      // lines 2-4, bytes 6-16
-                               "\"x\"\"y\",2\n"         // line 5, bytes 17-25
-                               "bad,\"never\nends\n");  // line 6, byte 26
+  const dpipe::testing::MultiLineCsvFiles files;
+  const auto& [dir, first, multi] = files;
   const auto make = [&] {
     return dpipe::iter::from(std::vector<std::string>{first, multi}) | dpipe::io::open_files() | dpipe::io::parse_csv();
   };

@@ -6,13 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <dpipe/io/detail/index_iterator.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
 namespace dpipe::io {
@@ -30,32 +30,7 @@ class LineBlock {
   };
 
   /// Iterates the lines as string_views into the block (valid while the block lives unchanged).
-  class const_iterator {
-   public:
-    using value_type = std::string_view;
-    using reference = std::string_view;
-    using difference_type = std::ptrdiff_t;
-    using iterator_category = std::forward_iterator_tag;
-
-    const_iterator() = default;
-    std::string_view operator*() const { return (*block_)[index_]; }
-    const_iterator& operator++() {
-      ++index_;
-      return *this;
-    }
-    const_iterator operator++(int) {
-      const_iterator before = *this;
-      ++index_;
-      return before;
-    }
-    bool operator==(const const_iterator& other) const = default;
-
-   private:
-    friend class LineBlock;
-    const_iterator(const LineBlock* block, std::size_t index) : block_(block), index_(index) {}
-    const LineBlock* block_ = nullptr;
-    std::size_t index_ = 0;
-  };
+  using const_iterator = detail::IndexIterator<LineBlock, std::string_view>;
 
   LineBlock() = default;
   /// An empty block of lines of `path`, whose first line will be line `first_line` (from 1).

@@ -21,6 +21,7 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
+#include <dpipe/io/in_blocks.hpp>
 #include <dpipe/io/line_block.hpp>
 #include <dpipe/io/opened_file.hpp>
 
@@ -100,14 +101,6 @@ class LineReader final : public detail::LineReaderBase<Out> {
   }
 };
 
-/// Tag: readlines yields LineBlocks of up to `lines` consecutive lines of a file instead of a
-/// string per line (io::in_blocks(n)).
-struct InBlocks {
-  std::size_t lines;
-};
-/// readlines yields blocks of up to `lines` lines: `files | io::readlines({}, io::in_blocks(1024))`.
-[[nodiscard]] constexpr InBlocks in_blocks(std::size_t lines) noexcept { return {lines}; }
-
 /// Yields the lines of each file its source opens as LineBlocks of up to `lines_per_block` lines,
 /// the lines and errors of LineReader, with one allocation per block instead of one per line. A
 /// block ends early at the end of its file, and after a bad line that OnError::skip skipped, so
@@ -168,7 +161,7 @@ class LineBlockReader final : public detail::LineReaderBase<LineBlock> {
 /// `files | io::readlines(options, io::in_blocks(n))`: LineBlocks of up to n lines.
 [[nodiscard]] inline auto readlines(ReadLinesOptions options, InBlocks blocks) {
   return PipeAdaptor{
-      [=](const IterPipe<OpenedFile>& files) { return make_iter<LineBlockReader>(files, options, blocks.lines); }};
+      [=](const IterPipe<OpenedFile>& files) { return make_iter<LineBlockReader>(files, options, blocks.units); }};
 }
 
 /// `files | io::readlines(options, io::lines_only)`: the lines alone.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/io/csv_block.hpp>
 #include <dpipe/io/detail/file_cursor.hpp>
 
 namespace dpipe::io::detail {
@@ -30,6 +31,87 @@ struct CsvStops {
   std::array<char, 3> bytes{};
 };
 
+/// Where CsvCursor::next() puts the fields of a row: a vector of strings, cleared first. Once a
+/// row is known to be too long it is dropped and read to its end without being kept.
+class CsvFieldsSink {
+ public:
+  explicit CsvFieldsSink(std::vector<std::string>& fields) noexcept : fields_(fields) { fields_.clear(); }
+  void reserve(std::size_t fields) {
+    if (fields_.capacity() < fields) fields_.reserve(fields);
+  }
+  void new_field() {
+    if (!discarding_) fields_.emplace_back();
+  }
+  void append(const char* from, const char* to) {
+    if (!discarding_) fields_.back().append(from, static_cast<std::size_t>(to - from));  // not replace()
+  }
+  void append(char c) {
+    if (!discarding_) fields_.back().push_back(c);
+  }
+  void discard() {
+    discarding_ = true;
+    fields_.clear();
+    fields_.shrink_to_fit();
+  }
+  [[nodiscard]] bool discarding() const noexcept { return discarding_; }
+  [[nodiscard]] std::size_t size() const noexcept { return fields_.size(); }
+
+ private:
+  std::vector<std::string>& fields_;
+  bool discarding_ = false;
+};
+
+/// Where CsvCursor::next() puts the fields of a row at the end of a CsvBlock: the row is the
+/// block's once commit()ed, and taken back when the sink goes without (a bad row, no row).
+class CsvBlockSink {
+ public:
+  explicit CsvBlockSink(CsvBlock& block) noexcept
+      : block_(block), bytes_(block.buffer_.size()), fields_(block.field_ends_.size()) {}
+  CsvBlockSink(const CsvBlockSink&) = delete;
+  CsvBlockSink& operator=(const CsvBlockSink&) = delete;
+  ~CsvBlockSink() {
+    if (!committed_) take_back();
+  }
+  void reserve(std::size_t /*fields*/) noexcept {}
+  void new_field() {
+    if (!discarding_) block_.field_ends_.push_back(block_.buffer_.size());
+  }
+  void append(const char* from, const char* to) {
+    if (discarding_) return;
+    block_.buffer_.append(from, static_cast<std::size_t>(to - from));
+    block_.field_ends_.back() = block_.buffer_.size();
+  }
+  void append(char c) {
+    if (discarding_) return;
+    block_.buffer_.push_back(c);
+    block_.field_ends_.back() = block_.buffer_.size();
+  }
+  void discard() {
+    discarding_ = true;
+    take_back();
+  }
+  [[nodiscard]] bool discarding() const noexcept { return discarding_; }
+  [[nodiscard]] std::size_t size() const noexcept { return block_.field_ends_.size() - fields_; }
+  /// The row, which starts on line `line`, is complete: it becomes the block's last.
+  void commit(std::uint64_t line) {
+    if (block_.row_ends_.empty()) block_.first_line_ = line;
+    block_.row_ends_.push_back(block_.field_ends_.size());
+    committed_ = true;
+  }
+
+ private:
+  void take_back() noexcept {
+    block_.buffer_.resize(bytes_);
+    block_.field_ends_.resize(fields_);
+  }
+
+  CsvBlock& block_;
+  std::size_t bytes_;   // the block's buffer before this row
+  std::size_t fields_;  // its fields before this row
+  bool discarding_ = false;
+  bool committed_ = false;
+};
+
 /// Reads the rows of one file at a time, in 64 KiB blocks, and knows where the next row starts,
 /// so that a checkpoint reopens the file there. A row ends at "\n", "\r\n" or "\r" outside quotes;
 /// a quoted field holds delimiters, line ends and doubled quotes; a quote inside an unquoted
@@ -43,11 +125,18 @@ class CsvCursor final : public FileCursor {
   /// skipped by the first next().
   void start(OpenedFile file);
 
-  /// Stores the fields of the next row of the current file in `fields` (cleared first); false at
+  /// Stores the fields of the next row of the current file in `row` (a CsvFieldsSink or a
+  /// CsvBlockSink: explicit instantiations in the library); false at
   /// its end, and the file is closed. DataError naming `node` on a read error and on a file that
   /// ends inside a quoted field (the file is closed), and on a row longer than max_row_bytes (the
   /// cursor moved past that row: the next call reads the row after it).
-  bool next(std::vector<std::string>& fields, std::string_view node);
+  template <class Sink>
+  bool next(Sink& row, std::string_view node);
+  /// next() into a vector of strings.
+  bool next(std::vector<std::string>& fields, std::string_view node) {
+    CsvFieldsSink sink(fields);
+    return next(sink, node);
+  }
 
   /// The 1-based line where the row next() returned last starts.
   [[nodiscard]] std::uint64_t row_line() const noexcept { return row_line_; }
