@@ -126,7 +126,7 @@ class LineBlockReader final : public detail::LineReaderBase<LineBlock> {
     const auto first = cursor_.next(label());
     if (!first) return std::nullopt;
     LineBlock block(cursor_.path(), cursor_.line());
-    block.reserve(lines_per_block_, buffer_bytes_hint_);
+    block.reserve(std::min(lines_per_block_, kMaxReservedLines), buffer_bytes_hint_);
     block.append(*first);
     std::array<std::string_view, 64> run;
     try {
@@ -148,6 +148,9 @@ class LineBlockReader final : public detail::LineReaderBase<LineBlock> {
   }
 
  private:
+  /// A block reserves room for at most this many lines up front (blocks of a million lines grow).
+  static constexpr std::size_t kMaxReservedLines = 4096;
+
   std::size_t lines_per_block_;
   std::size_t buffer_bytes_hint_ = 0;  // the last block's buffer: the next one reserves as much
 };
