@@ -100,4 +100,26 @@ TEST_CASE("threadpool_map: stopping mid-stream / a new iteration / destruction",
                        Catch::Message("'scheduled_tasks' is required to be a positive integer."));
 }
 
+TEST_CASE("threadpool_map: a checkpoint holding more results than max_in_flight is refused",
+          "[iter][threadpool_map][concurrency]") {
+  const auto make = [](std::size_t max_in_flight) {
+    return iter::from(range(50)).threadpool_map([](int x) { return x * 3; }, 2, max_in_flight);
+  };
+  auto saved = make(8);
+  auto it = saved.begin();
+  CHECK(*it == 0);  // the pool took elements 0..7: 7 results wait
+  const auto state = dpipe::graph::save_state(saved);
+
+  auto narrower = make(4);
+  CHECK_THROWS_MATCHES(dpipe::graph::load_state(narrower, state), dpipe::StateError,
+                       Catch::Message(narrower.node().label() + ": 7 saved results exceed max_in_flight 4"));
+  auto same = make(8);
+  dpipe::graph::load_state(same, state);
+  std::vector<int> rest;
+  for (int x : same) rest.push_back(x);
+  std::vector<int> expected;
+  for (int x = 1; x < 50; ++x) expected.push_back(x * 3);
+  CHECK(rest == expected);
+}
+
 }  // namespace
