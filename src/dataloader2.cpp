@@ -14,6 +14,7 @@
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/state.hpp>
+#include <dpipe/core/type_name.hpp>
 #include <dpipe/dataloader2.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/linter.hpp>
@@ -136,9 +137,11 @@ void check_pipeline(const std::vector<PipelineNode>& saved, const std::vector<Pi
       only_saved.push_back(&node);
       continue;
     }
-    if (found->second->element_type != node.element_type) {
-      retyped.push_back(fmt::format("{} yields {} in the checkpoint, {} here", node.path, node.element_type,
-                                    found->second->element_type));
+    // An older dpipe may have saved a type's long spelling: compare the names users write.
+    const std::string saved_type = detail::tidy_type_name(node.element_type);
+    if (found->second->element_type != saved_type) {
+      retyped.push_back(
+          fmt::format("{} yields {} in the checkpoint, {} here", node.path, saved_type, found->second->element_type));
     }
     compare_settings(node, *found->second, options, changed_settings);
     here_by_path.erase(found);

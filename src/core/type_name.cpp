@@ -12,29 +12,43 @@
 namespace dpipe {
 namespace detail {
 
-std::string tidy_type_name(std::string_view raw) {
-  static constexpr std::pair<std::string_view, std::string_view> kRewrites[] = {
-      {"std::__cxx11::basic_string<char>", "std::string"},
-      {"std::basic_string<char>", "std::string"},
-      {"std::__cxx11::", "std::"},
-  };
-  std::string name;
-  name.reserve(raw.size());
-  while (!raw.empty()) {
-    bool rewritten = false;
-    for (const auto& [from, to] : kRewrites) {
-      if (raw.starts_with(from)) {
-        name.append(to);
-        raw.remove_prefix(from.size());
-        rewritten = true;
-        break;
-      }
-    }
-    if (!rewritten) {
-      name.push_back(raw.front());
-      raw.remove_prefix(1);
-    }
+namespace {
+
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
   }
+}
+
+/// Erases each template argument that starts with `argument` (", std::allocator<"), through its
+/// closing '>', and the space before the list's own '>' ("vector<int, std::allocator<int> >").
+void erase_arguments(std::string& text, std::string_view argument) {
+  for (std::size_t at = text.find(argument); at != std::string::npos; at = text.find(argument, at)) {
+    std::size_t end = at + argument.size();
+    for (int depth = 1; depth > 0; ++end) {
+      if (end == text.size()) return;  // unbalanced: leave the rest as it is
+      if (text[end] == '<') ++depth;
+      if (text[end] == '>') --depth;
+    }
+    if (end + 1 < text.size() && text[end] == ' ' && text[end + 1] == '>') ++end;
+    text.erase(at, end - at);
+  }
+}
+
+}  // namespace
+
+std::string tidy_type_name(std::string_view raw) {
+  std::string name(raw);
+  replace_all(name, "std::__cxx11::", "std::");
+  // The default arguments of the standard containers and strings, which compilers spell out in
+  // some contexts and not in others: the same type always gets the same name.
+  erase_arguments(name, ", std::char_traits<");
+  erase_arguments(name, ", std::allocator<");
+  for (std::size_t at = name.find("> >"); at != std::string::npos; at = name.find("> >", at > 0 ? at - 1 : 0)) {
+    name.erase(at + 1, 1);
+  }
+  replace_all(name, "std::basic_string<char>", "std::string");
+  replace_all(name, "std::basic_string_view<char>", "std::string_view");
   return name;
 }
 

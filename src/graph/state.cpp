@@ -10,6 +10,7 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/state.hpp>
+#include <dpipe/core/type_name.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/state.hpp>
@@ -115,10 +116,11 @@ void load_state(const DataPipePtr& root, const StateReader& reader) {
                   node_scope(reader.name(), entry.path), entry.node->label());
     }
     const auto& [saved_path, record] = it->second;
-    if (record.element_type != entry.node->element_type()) {
+    // An older dpipe may have saved a type's long spelling: compare the names users write.
+    if (const std::string saved_type = dpipe::detail::tidy_type_name(record.element_type);
+        saved_type != entry.node->element_type()) {
       DPIPE_THROW(StateError, "{}: the checkpoint was saved from a node of element type {}, this node ({}) yields {}",
-                  node_scope(reader.name(), entry.path), record.element_type, entry.node->label(),
-                  entry.node->element_type());
+                  node_scope(reader.name(), entry.path), saved_type, entry.node->label(), entry.node->element_type());
     }
     const StateReader node_reader = reader.scope(saved_path);
     entry.node->load_state(node_reader);

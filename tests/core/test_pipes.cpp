@@ -4,6 +4,8 @@
 #include <numeric>
 #include <ranges>
 #include <string>
+#include <string_view>
+#include <typeinfo>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -328,7 +330,32 @@ TEST_CASE("IterPipe: an empty handle is a clear error", "[core][handle]") {
 TEST_CASE("type_name: readable names", "[core][type_name]") {
   CHECK(dpipe::type_name<int>() == "int");
   CHECK(dpipe::type_name<std::string>() == "std::string");
-  CHECK(dpipe::type_name<std::vector<std::string>>().starts_with("std::vector<std::string"));
+  CHECK(dpipe::type_name<std::vector<std::string>>() == "std::vector<std::string>");
+  CHECK(dpipe::type_name<std::vector<std::vector<int>>>() == "std::vector<std::vector<int>>");
+  CHECK(dpipe::type_name<std::string_view>() == "std::string_view");
+  // A node of a type libdpipe compiles names it as a node compiled here would.
+  CHECK(dpipe::iter::from(std::vector<int>{1, 2}).batch(2).node().element_type() == "std::vector<int>");
+  CHECK(dpipe::detail::demangle(typeid(std::vector<std::string>).name()) == "std::vector<std::string>");
+}
+
+TEST_CASE("type_name: the spellings compilers use become the one users write", "[core][type_name]") {
+  using dpipe::detail::tidy_type_name;
+  const std::string strings =
+      "std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, "
+      "std::allocator<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > > >";
+  CHECK(tidy_type_name(strings) == "std::vector<std::string>");
+  CHECK(tidy_type_name("std::vector<int, std::allocator<int> >") == "std::vector<int>");
+  CHECK(tidy_type_name("std::vector<std::vector<int, std::allocator<int> >, std::allocator<std::vector<int, "
+                       "std::allocator<int> > > >") == "std::vector<std::vector<int>>");
+  CHECK(tidy_type_name("std::map<int, std::vector<int, std::allocator<int> >, std::less<int>, "
+                       "std::allocator<std::pair<const int, std::vector<int, std::allocator<int> > > > >") ==
+        "std::map<int, std::vector<int>, std::less<int>>");
+  CHECK(tidy_type_name("std::optional<std::vector<std::vector<long int> > >") ==
+        "std::optional<std::vector<std::vector<long int>>>");
+  CHECK(tidy_type_name("Weird<int, std::allocator<") == "Weird<int, std::allocator<");  // unbalanced: kept
+  for (const std::string& name : {strings, std::string("std::vector<int, std::allocator<int> >")}) {
+    CHECK(tidy_type_name(tidy_type_name(name)) == tidy_type_name(name));
+  }
 }
 
 }  // namespace

@@ -250,8 +250,8 @@ TEST_CASE("checkpoint: a pipeline with other settings is refused by node path an
         target.load_state_dict(blob), dpipe::StateError,
         Catch::Message("the checkpoint was saved from a different pipeline (nodes by path; only in the checkpoint: "
                        "batch/from (int); only in this pipeline: batch/batch (std::vector<int>), batch/batch/from "
-                       "(int); batch yields std::vector<int> in the checkpoint, std::vector<std::vector<int>, "
-                       "std::allocator<std::vector<int> > > here); restore it into a loader built by the same code"));
+                       "(int); batch yields std::vector<int> in the checkpoint, std::vector<std::vector<int>> "
+                       "here); restore it into a loader built by the same code"));
   }
 }
 

@@ -20,8 +20,10 @@ constexpr std::string_view raw_type_name() noexcept {
   return pretty.substr(start, end - start);
 }
 
-/// Rewrites the long spellings compilers use for standard types ("std::__cxx11::basic_string<char>")
-/// into the ones users write ("std::string").
+/// Rewrites the long spellings compilers use for standard types ("std::__cxx11::basic_string<char>",
+/// "std::vector<int, std::allocator<int> >") into the ones users write ("std::string",
+/// "std::vector<int>"), so that a type has one name whichever translation unit spells it.
+/// Idempotent.
 std::string tidy_type_name(std::string_view raw);
 
 /// The readable name of a mangled type name (a std::type_info::name()).
