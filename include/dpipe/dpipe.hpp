@@ -15,6 +15,7 @@
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/element_type.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/fields.hpp>

@@ -4,14 +4,17 @@
 /// T, registered by every IterDataPipe<T> when it is built. Included at the end of
 /// <dpipe/core/iter_datapipe.hpp>.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <dpipe/core/detail/element_channel.hpp>
 #include <dpipe/core/detail/element_handoff.hpp>
 #include <dpipe/core/detail/placeholder.hpp>
 #include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/element_type.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/typed_op.hpp>
 
@@ -43,3 +46,19 @@ void register_element_ops() {
 }
 
 }  // namespace dpipe::detail
+
+/// The element types whose machinery libdpipe compiles once (src/core/element_types.cpp), so that
+/// a user's translation unit does not (see <dpipe/core/element_type.hpp>).
+#define DPIPE_LIBRARY_ELEMENT_TYPES(X) \
+  X(int);                              \
+  X(std::int64_t);                     \
+  X(float);                            \
+  X(double);                           \
+  X(std::string);                      \
+  X(std::vector<int>);                 \
+  X(std::vector<std::int64_t>);        \
+  X(std::vector<float>);               \
+  X(std::vector<double>);              \
+  X(std::vector<std::string>)
+
+DPIPE_LIBRARY_ELEMENT_TYPES(DPIPE_EXTERN_ELEMENT_TYPE);
