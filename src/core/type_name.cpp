@@ -40,10 +40,13 @@ void erase_arguments(std::string& text, std::string_view argument) {
 std::string tidy_type_name(std::string_view raw) {
   std::string name(raw);
   replace_all(name, "std::__cxx11::", "std::");
-  // The default arguments of the standard containers and strings, which compilers spell out in
-  // some contexts and not in others: the same type always gets the same name.
-  erase_arguments(name, ", std::char_traits<");
-  erase_arguments(name, ", std::allocator<");
+  // The default arguments of the standard strings, containers and smart pointers, which compilers
+  // spell out in some contexts and not in others: the same type always gets the same name. (Two
+  // types that differ only in such an argument, a non-default std::less say, get one name.)
+  for (const std::string_view argument : {", std::char_traits<", ", std::less<", ", std::hash<", ", std::equal_to<",
+                                          ", std::default_delete<", ", std::allocator<"}) {
+    erase_arguments(name, argument);
+  }
   for (std::size_t at = name.find("> >"); at != std::string::npos; at = name.find("> >", at > 0 ? at - 1 : 0)) {
     name.erase(at + 1, 1);
   }

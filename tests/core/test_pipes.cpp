@@ -349,7 +349,11 @@ TEST_CASE("type_name: the spellings compilers use become the one users write", "
                        "std::allocator<int> > > >") == "std::vector<std::vector<int>>");
   CHECK(tidy_type_name("std::map<int, std::vector<int, std::allocator<int> >, std::less<int>, "
                        "std::allocator<std::pair<const int, std::vector<int, std::allocator<int> > > > >") ==
-        "std::map<int, std::vector<int>, std::less<int>>");
+        "std::map<int, std::vector<int>>");
+  CHECK(tidy_type_name("std::unordered_map<std::__cxx11::basic_string<char>, int, std::hash<std::__cxx11::basic_string<"
+                       "char> >, std::equal_to<std::__cxx11::basic_string<char> >, std::allocator<std::pair<const "
+                       "std::__cxx11::basic_string<char>, int> > >") == "std::unordered_map<std::string, int>");
+  CHECK(tidy_type_name("std::unique_ptr<float, std::default_delete<float> >") == "std::unique_ptr<float>");
   CHECK(tidy_type_name("std::optional<std::vector<std::vector<long int> > >") ==
         "std::optional<std::vector<std::vector<long int>>>");
   CHECK(tidy_type_name("Weird<int, std::allocator<") == "Weird<int, std::allocator<");  // unbalanced: kept

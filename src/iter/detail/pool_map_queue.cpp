@@ -111,12 +111,14 @@ std::vector<const MapTask*> PoolMapQueue::save(StateWriter& writer, const DataPi
 std::vector<MapTask*> PoolMapQueue::load(const StateReader& reader, const DataPipe& node, std::size_t results,
                                          Hooks& hooks) {
   stop();
-  next_index_ = reader.read<std::uint64_t>("next_index");
-  source_ended_ = reader.read<bool>("source_ended");
+  // Read and checked aside: the queue changes only once the whole state was accepted.
+  const auto next_index = reader.read<std::uint64_t>("next_index");
+  const bool source_ended = reader.read<bool>("source_ended");
+  ElementSkipper skipper(skipper_.policy());
   std::vector<std::uint64_t> failed;
   std::vector<std::string> failures;
-  if (skipper_.policy().skips()) {
-    skipper_.load(reader);
+  if (skipper.policy().skips()) {
+    skipper.load(reader);
     failed = reader.read<std::vector<std::uint64_t>>("failed");
     failures = reader.read<std::vector<std::string>>("failures");
     if (failures.size() != failed.size()) {
@@ -128,12 +130,11 @@ std::vector<MapTask*> PoolMapQueue::load(const StateReader& reader, const DataPi
   if (pending > max_in_flight_) {
     DPIPE_THROW(StateError, "{}: {} saved results exceed max_in_flight {}", node.label(), pending, max_in_flight_);
   }
-  if (pending > next_index_) DPIPE_THROW(StateError, "{}: more saved results than elements read", node.label());
-  // Built aside, so that a refused state leaves no half-restored queue behind.
+  if (pending > next_index) DPIPE_THROW(StateError, "{}: more saved results than elements read", node.label());
   std::deque<std::unique_ptr<MapTask>> restored;
   std::vector<MapTask*> to_fill;
   std::size_t failure = 0;
-  for (std::uint64_t index = next_index_ - pending; index < next_index_; ++index) {
+  for (std::uint64_t index = next_index - pending; index < next_index; ++index) {
     restored.push_back(hooks.restored(index));
     if (failure < failed.size() && failed[failure] == index) {
       restored.back()->restored_failure = std::move(failures[failure++]);
@@ -146,6 +147,9 @@ std::vector<MapTask*> PoolMapQueue::load(const StateReader& reader, const DataPi
   if (failure != failed.size()) {
     DPIPE_THROW(StateError, "{}: the checkpoint's failed elements are out of order", node.label());
   }
+  next_index_ = next_index;
+  source_ended_ = source_ended;
+  skipper_ = skipper;
   tasks_ = std::move(restored);
   return to_fill;
 }
