@@ -2,6 +2,7 @@
 // the element's index, bounded memory, clean stops. Runs under ThreadSanitizer ([concurrency]).
 
 #include <atomic>
+#include <cstdint>
 #include <latch>
 #include <stdexcept>
 #include <vector>
@@ -111,8 +112,13 @@ TEST_CASE("threadpool_map: a checkpoint holding more results than max_in_flight 
   const auto state = dpipe::graph::save_state(saved);
 
   auto narrower = make(4);
+  auto narrower_it = narrower.begin();
+  CHECK(*narrower_it == 0);  // elements 0..3 taken
   CHECK_THROWS_MATCHES(dpipe::graph::load_state(narrower, state), dpipe::StateError,
                        Catch::Message(narrower.node().label() + ": 7 saved results exceed max_in_flight 4"));
+  // The refused state changed nothing of the node: it still took 4 elements, not the saved 8.
+  const auto after = dpipe::StateStore::from_blob(dpipe::graph::save_state(narrower));
+  CHECK(dpipe::StateReader(after, "graph/threadpool_map").read<std::uint64_t>("next_index") == 4);
   auto same = make(8);
   dpipe::graph::load_state(same, state);
   std::vector<int> rest;
