@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace dpipe::bench {
 
@@ -17,15 +18,32 @@ void keep(const T& value) {
   asm volatile("" : : "r,m"(value) : "memory");
 }
 
+/// The seconds one run of `work` takes; `work` returns the number of elements it processed.
+inline double seconds_of(const std::function<std::uint64_t()>& work, std::uint64_t& elements) {
+  const auto start = std::chrono::steady_clock::now();
+  elements = work();
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  return took.count();
+}
+
 /// The best of `repeats` runs of `work`, in seconds. `work` returns the number of elements it
 /// processed, which must be the same each run.
 inline double best_seconds(int repeats, const std::function<std::uint64_t()>& work, std::uint64_t& elements) {
   double best = 1e300;
+  for (int i = 0; i < repeats; ++i) best = std::min(best, seconds_of(work, elements));
+  return best;
+}
+
+/// The best of `repeats` runs of `first` and of `second`, in seconds, run in turn: a slow spell
+/// of a shared machine then falls on both alike, and their ratio holds. Both return the same
+/// number of elements each run.
+inline std::pair<double, double> best_seconds_in_turn(int repeats, const std::function<std::uint64_t()>& first,
+                                                      const std::function<std::uint64_t()>& second,
+                                                      std::uint64_t& elements) {
+  std::pair<double, double> best{1e300, 1e300};
   for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    elements = work();
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    best = std::min(best, took.count());
+    best.first = std::min(best.first, seconds_of(first, elements));
+    best.second = std::min(best.second, seconds_of(second, elements));
   }
   return best;
 }

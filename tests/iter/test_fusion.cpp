@@ -3,6 +3,7 @@
 // leave the same state behind for checkpoints, consume nothing past what it hands out from a range
 // source, and fall back when the run no longer holds.
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -82,6 +83,31 @@ TEST_CASE("fusion: a run fed by a range reads nothing past the element that fill
   // Sources 3, 7 and 11 filled the batch: the source stands right after 11, nothing waits.
   CHECK(saved_field<std::uint64_t>(pipe, "batch/filter/map/from", "position") == 12);
   CHECK(saved_field<std::vector<int>>(pipe, "batch/filter", "pending").empty());
+}
+
+TEST_CASE("fusion: a run that keeps every element fills each batch exactly and reads nothing past it",
+          "[iter][fusion]") {
+  // A random-access source runs four elements at a time while four fit: every batch size around
+  // and across multiples of four, over sources shorter and longer than a batch.
+  for (const int length : {0, 1, 3, 4, 5, 8, 13, 64}) {
+    for (const std::size_t batch : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4}, std::size_t{5},
+                                    std::size_t{7}, std::size_t{8}, std::size_t{9}}) {
+      INFO("length " << length << ", batch " << batch);
+      auto kept = iter::from(range(length)).filter([](int) { return true; }).map([](int x) { return x * 10; });
+      auto pipe = kept.filter([](int) { return true; }).batch(batch);
+      std::vector<std::vector<int>> expected;
+      for (int x = 0; x < length; ++x) {
+        if (x % static_cast<int>(batch) == 0) expected.emplace_back();
+        expected.back().push_back(x * 10);
+      }
+      CHECK(batches(pipe) == expected);
+      auto it = pipe.begin();
+      if (length == 0) continue;
+      CHECK(*it == expected.front());
+      CHECK(saved_field<std::uint64_t>(pipe, "batch/filter/map/filter/from", "position") ==
+            std::min<std::size_t>(batch, static_cast<std::size_t>(length)));
+    }
+  }
 }
 
 TEST_CASE("fusion: the element that fails is consumed and nothing after it", "[iter][fusion]") {

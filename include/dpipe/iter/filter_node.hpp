@@ -61,7 +61,8 @@ class Filter final : public IterDataPipe<T> {
 
   std::size_t pull_impl(std::vector<T>& out, std::size_t n) override {
     if (fused_) {
-      if (const auto produced = fused_->pull(*this, out, n)) return *produced;
+      const std::size_t produced = fused_->pull(*this, out, n);
+      if (produced != detail::FusedRun<T>::kNotHeld) return produced;
     }
     std::size_t produced = pending_.take_into(out, n);
     while (produced < n) {

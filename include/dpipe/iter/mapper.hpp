@@ -51,7 +51,8 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
 
   std::size_t pull_impl(std::vector<U>& out, std::size_t n) override {
     if (fused_) {
-      if (const auto produced = fused_->pull(*this, out, n)) return *produced;
+      const std::size_t produced = fused_->pull(*this, out, n);
+      if (produced != detail::FusedRun<U>::kNotHeld) return produced;
     }
     if constexpr (std::same_as<T, U>) {
       // Transforms in place what the source appended to `out`.

@@ -6,8 +6,8 @@
 /// owns a FusedRun and pulls through it whenever the run still holds (see fusion.hpp).
 
 #include <cstddef>
+#include <limits>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include <dpipe/core/iter_datapipe.hpp>
@@ -27,10 +27,14 @@ class FusedRun {
   virtual ~FusedRun() = default;
   /// A copy for a clone of the owning node (nothing bound).
   [[nodiscard]] virtual std::unique_ptr<FusedRun> clone() const = 0;
-  /// Pulls up to `n` elements for `last`, the owning node, through the whole run; std::nullopt
-  /// when the run does not hold now (a node of it was replaced, counts statistics, or holds
-  /// elements read ahead by its own pull), and the node then pulls on its own.
-  virtual std::optional<std::size_t> pull(IterDataPipeBase& last, std::vector<U>& out, std::size_t n) = 0;
+  /// What pull() returns when the run does not hold now.
+  static constexpr std::size_t kNotHeld = std::numeric_limits<std::size_t>::max();
+
+  /// Pulls up to `n` elements for `last`, the owning node, through the whole run, and returns how
+  /// many; kNotHeld when the run does not hold now (a node of it was replaced, counts statistics,
+  /// or holds elements read ahead by its own pull), and the node then pulls on its own. (A plain
+  /// count, not an optional: an optional comes back through memory, and reading it stalls.)
+  virtual std::size_t pull(IterDataPipeBase& last, std::vector<U>& out, std::size_t n) = 0;
 };
 
 /// The FusedRun of a run fed by `Head` (a range source node, or void for any other node) whose

@@ -14,10 +14,10 @@
 /// matches read ahead wait in the last filter's buffer, positions advance in the source, so a
 /// checkpoint taken either way restores either way.
 
+#include <algorithm>
 #include <cstddef>
 #include <exception>
 #include <memory>
-#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -88,14 +88,14 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
  public:
   [[nodiscard]] std::unique_ptr<FusedRun<Out>> clone() const override { return std::make_unique<FusedRunOf>(); }
 
-  std::optional<std::size_t> pull(IterDataPipeBase& last, std::vector<Out>& out, std::size_t n) override {
-    if (!bind(last) || !quiet(std::make_index_sequence<kStages>{})) return std::nullopt;
+  std::size_t pull(IterDataPipeBase& last, std::vector<Out>& out, std::size_t n) override {
+    if (!bind(last) || !quiet(std::make_index_sequence<kStages>{})) return FusedRun<Out>::kNotHeld;
     ensure_current(std::make_index_sequence<kStages>{});
     Sink sink(out, n);
     try {
       if constexpr (kHasFilter) {
         auto& pending = std::get<kLastFilter>(nodes_)->pending_;
-        while (!sink.full() && !pending.empty()) (void)push<kLastFilter + 1>(pending.take(), sink);
+        while (!sink.full() && !pending.empty()) push<kLastFilter + 1, Origin::kOneByOne>(pending.take(), sink);
       }
       if (!sink.full()) feed(sink);
     } catch (...) {
@@ -139,7 +139,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
     std::size_t first;
     std::size_t wanted;
     std::size_t produced = 0;
-    std::size_t passed = 0;  // elements that passed every filter
+    std::size_t passed = 0;  // elements of blocks that passed every filter
     Out* data = nullptr;
   };
 
@@ -213,26 +213,29 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
     (std::get<I>(nodes_)->source_.ensure_current(), ...);
   }
 
-  /// Runs `element`, an input of stage I, through stages I and on; returns whether `sink` still
-  /// wants more. An element that passed the last filter once `sink` is full waits in that
-  /// filter's buffer, as its own read-ahead would.
-  template <std::size_t I, class X>
-  bool push(X&& element, Sink& sink) {
-    if constexpr (kHasFilter && I == kLastFilter + 1) {
+  /// Where an element pushed into the run comes from. Only elements of a block read ahead from a
+  /// node source (kBlock) can pass the last filter once the sink is full: the other callers stop
+  /// as soon as it is, so their loops carry neither the check nor the pass count.
+  enum class Origin { kOneByOne, kBlock };
+
+  /// Runs `element`, an input of stage I, through stages I and on. An element of a block that
+  /// passed the last filter once `sink` is full waits in that filter's buffer, as its own
+  /// read-ahead would.
+  template <std::size_t I, Origin kOrigin, class X>
+  void push(X&& element, Sink& sink) {
+    if constexpr (kOrigin == Origin::kBlock && kHasFilter && I == kLastFilter + 1) {
       ++sink.passed;
       if (sink.full()) {
         std::get<kLastFilter>(nodes_)->pending_.push(std::forward<X>(element));
-        return false;
+        return;
       }
     }
     if constexpr (I == kStages) {
       sink.emit(std::forward<X>(element));
-      return !sink.full();
     } else if constexpr (kFilters[I]) {
-      if (!std::get<I>(nodes_)->pred_(std::as_const(element))) return true;
-      return push<I + 1>(std::forward<X>(element), sink);
+      if (std::get<I>(nodes_)->pred_(std::as_const(element))) push<I + 1, kOrigin>(std::forward<X>(element), sink);
     } else {
-      return push<I + 1>(std::get<I>(nodes_)->fn_(std::forward<X>(element)), sink);
+      push<I + 1, kOrigin>(std::get<I>(nodes_)->fn_(std::forward<X>(element)), sink);
     }
   }
 
@@ -264,11 +267,26 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
       }
     };
     try {
-      while (it != end) {
+      if constexpr (Access::kRandomAccess) {
+        // Four at a time while four remain and fit in the sink: neither end can come between
+        // them, so the loop checks both once per four elements.
+        const auto step = [&] {
+          In element(*it);
+          ++it;
+          push<0, Origin::kOneByOne>(std::move(element), sink);
+        };
+        for (auto left = Access::distance(it, end); left >= 4 && sink.wanted - sink.produced >= 4; left -= 4) {
+          step();
+          step();
+          step();
+          step();
+        }
+      }
+      while (!sink.full() && it != end) {
         In element(*it);
         ++it;
         if constexpr (!Access::kRandomAccess) ++consumed;
-        if (!push<0>(std::move(element), sink)) break;
+        push<0, Origin::kOneByOne>(std::move(element), sink);
       }
     } catch (...) {
       write_back();
@@ -291,12 +309,12 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
       } catch (...) {
         // What the source appended before failing precedes the failure.
         const std::exception_ptr failure = std::current_exception();
-        for (auto& element : staging_) (void)push<0>(std::move(element), sink);
+        for (auto& element : staging_) push<0, Origin::kBlock>(std::move(element), sink);
         std::rethrow_exception(failure);
       }
       read_ += got;
       const std::size_t passed_before = sink.passed;
-      for (auto& element : staging_) (void)push<0>(std::move(element), sink);
+      for (auto& element : staging_) push<0, Origin::kBlock>(std::move(element), sink);
       passed_ += sink.passed - passed_before;
       if (got < to_read) break;
     }
