@@ -26,7 +26,6 @@ class LineBlock {
   struct Span {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
-    bool operator==(const Span& other) const = default;
   };
 
   /// Iterates the lines as string_views into the block (valid while the block lives unchanged).
