@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -108,6 +109,28 @@ TEST_CASE("fusion: a run that keeps every element fills each batch exactly and r
             std::min<std::size_t>(batch, static_cast<std::size_t>(length)));
     }
   }
+}
+
+TEST_CASE("fusion: a range whose end is a test, not a position, is never walked to its end", "[iter][fusion]") {
+  // take_while is random-access, but what remains of it is known only by testing elements: reading
+  // a batch tests the elements it reads, not the rest of the range.
+  int tests = 0;
+  const auto below_a_million = [&tests](int x) {
+    ++tests;
+    return x < 1'000'000;
+  };
+  auto pipe = iter::from(std::views::iota(0) | std::views::take_while(below_a_million))
+                  .map([](int x) { return x * 2; })
+                  .batch(8);
+  auto it = pipe.begin();
+  CHECK(*it == std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14});
+  CHECK(tests == 8);
+  // An endless range has no end to walk to.
+  auto endless = iter::from(std::views::iota(0)).map([](int x) { return x + 1; }).batch(4);
+  auto first = endless.begin();
+  CHECK(*first == std::vector<int>{1, 2, 3, 4});
+  ++first;
+  CHECK(*first == std::vector<int>{5, 6, 7, 8});
 }
 
 TEST_CASE("fusion: the element that fails is consumed and nothing after it", "[iter][fusion]") {

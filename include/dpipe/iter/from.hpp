@@ -126,7 +126,7 @@ class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
     auto& it = *it_;
     const auto last = Access::end(range());
     std::size_t produced = 0;
-    if constexpr (Access::kRandomAccess && Access::kSized && std::is_default_constructible_v<T>) {
+    if constexpr (Access::kRandomAccess && Access::kSizedSentinel && std::is_default_constructible_v<T>) {
       const auto available = Access::distance(it, last);
       produced = std::min(n, available);
       const std::size_t first = out.size();

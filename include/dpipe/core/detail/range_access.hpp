@@ -26,6 +26,9 @@ struct RangeAccess<R, true> {
   static constexpr bool kForward = std::ranges::forward_range<R>;
   static constexpr bool kSized = std::ranges::sized_range<R>;
   static constexpr bool kRandomAccess = std::ranges::random_access_range<R>;
+  /// Whether distance(it, end) is one subtraction, not a walk to the end (an endless or
+  /// take_while range is random-access but has no such end).
+  static constexpr bool kSizedSentinel = std::sized_sentinel_for<std::ranges::sentinel_t<R>, iterator>;
   static iterator begin(R& range) { return std::ranges::begin(range); }
   static auto end(R& range) { return std::ranges::end(range); }
   static std::size_t size(R& range) { return static_cast<std::size_t>(std::ranges::size(range)); }
@@ -45,6 +48,7 @@ struct RangeAccess<R, false> {
   static constexpr bool kForward = ranges::forward_range<R>;
   static constexpr bool kSized = ranges::sized_range<R>;
   static constexpr bool kRandomAccess = ranges::random_access_range<R>;
+  static constexpr bool kSizedSentinel = ranges::sized_sentinel_for<ranges::sentinel_t<R>, iterator>;
   static iterator begin(R& range) { return ranges::begin(range); }
   static auto end(R& range) { return ranges::end(range); }
   static std::size_t size(R& range) { return static_cast<std::size_t>(ranges::size(range)); }

@@ -267,9 +267,10 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
       }
     };
     try {
-      if constexpr (Access::kRandomAccess) {
+      if constexpr (Access::kRandomAccess && Access::kSizedSentinel) {
         // Four at a time while four remain and fit in the sink: neither end can come between
-        // them, so the loop checks both once per four elements.
+        // them, so the loop checks both once per four elements. (Only where what remains is one
+        // subtraction: an endless or take_while range would be walked to its end.)
         const auto step = [&] {
           In element(*it);
           ++it;
