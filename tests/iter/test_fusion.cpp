@@ -111,7 +111,7 @@ TEST_CASE("fusion: a run that keeps every element fills each batch exactly and r
   }
 }
 
-TEST_CASE("fusion: a range whose end is a test, not a position, is never walked to its end", "[iter][fusion]") {
+TEST_CASE("fusion: a range whose end is a test and not a position is never walked to its end", "[iter][fusion]") {
   // take_while is random-access, but what remains of it is known only by testing elements: reading
   // a batch tests the elements it reads, not the rest of the range.
   int tests = 0;
