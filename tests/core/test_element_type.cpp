@@ -23,16 +23,11 @@ using dpipe::DataLoader2;
 using dpipe::InProcessReadingService;
 using dpipe::MultiProcessingReadingService;
 using dpipe::testing::epoch;
+using dpipe::testing::range;
 using dpipe_test::Sample;
 
-std::vector<int> ids(int count) {
-  std::vector<int> out(static_cast<std::size_t>(count));
-  for (int i = 0; i < count; ++i) out[static_cast<std::size_t>(i)] = i;
-  return out;
-}
-
 dpipe::IterPipe<Sample> samples(int count) {
-  return iter::from(ids(count))
+  return iter::from(range(count))
       .map([](int id) {
         return Sample{id, "sample-" + std::to_string(id)};
       })
@@ -77,7 +72,7 @@ TEST_CASE("Element type compiled elsewhere: checkpoints of worker processes rest
 
 TEST_CASE("Element types libdpipe compiles: strings and vectors of them cross worker processes", "[element_type]") {
   const auto pipe = [] {
-    return iter::from(ids(30))
+    return iter::from(range(30))
         .map([](int id) { return std::to_string(id); })
         .shuffle(8)
         .sharding_filter()
@@ -96,9 +91,9 @@ TEST_CASE("Element types libdpipe compiles: strings and vectors of them cross wo
     CHECK(pair[1] == pair[0] + "!");
     numbers.push_back(std::stoi(pair[0]));
   }
-  CHECK(numbers != ids(30));  // shuffled
+  CHECK(numbers != range(30));  // shuffled
   std::sort(numbers.begin(), numbers.end());
-  CHECK(numbers == ids(30));
+  CHECK(numbers == range(30));
   CHECK(epoch(processes) == expected);
 }
 
