@@ -1,10 +1,10 @@
-# dpipe_add_header_check(<target>): compiles every public header of include/dpipe (not the detail/
-# folders) in a translation unit of its own, so that a header that does not stand alone (a missing
-# include, a name it uses but does not declare) fails the build (range-v3's TestHeaders idea).
+# dpipe_add_header_check(<target>): compiles every header of include/dpipe, the detail/ folders'
+# too, in a translation unit of its own, so that a header that does not stand alone (a missing
+# include, a name it uses but does not declare, an include loop that works in one order only)
+# fails the build (range-v3's TestHeaders idea).
 function(dpipe_add_header_check target)
   file(GLOB_RECURSE headers CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/include
        ${PROJECT_SOURCE_DIR}/include/dpipe/*.hpp)
-  list(FILTER headers EXCLUDE REGEX "/detail/")
   set(sources)
   foreach(header ${headers})
     string(REGEX REPLACE "[/.]" "_" stem "${header}")

@@ -30,15 +30,10 @@
 
 namespace dpipe {
 
-class GroupByOptions;
-
 namespace detail {
 template <class T>
 struct NodeReader;
 }  // namespace detail
-
-/// Ordered (key, weight) pairs for random_split.
-using SplitWeights = std::vector<std::pair<std::string, double>>;
 
 /// A handle to a stream node. Copies share the node: iterating one copy invalidates iterators of
 /// the others, as iterating the same torchdata DataPipe twice does.
@@ -192,13 +187,14 @@ class IterPipe : public std::ranges::view_base {
   template <class U = T>
   requires copyable_element<U>
   [[nodiscard]] IterPipe<T> in_memory_cache(std::optional<std::size_t> capacity = std::nullopt) const;
-  /// Groups elements by `key_fn` (see GroupByOptions).
-  template <key_fn<T> F>
-  [[nodiscard]] IterPipe<std::vector<T>> groupby(F key_fn, const GroupByOptions& options) const;
+  /// Groups elements by `key_fn`, as `options` (a dpipe::GroupByOptions, <dpipe/iter/groupby.hpp>)
+  /// say.
+  template <key_fn<T> F, class Options>
+  [[nodiscard]] IterPipe<std::vector<T>> groupby(F key_fn, const Options& options) const;
   /// Like groupby, yielding (key, group) pairs.
-  template <key_fn<T> F>
-  [[nodiscard]] IterPipe<std::pair<key_fn_result_t<F, T>, std::vector<T>>> groupby_keyed(
-      F key_fn, const GroupByOptions& options) const;
+  template <key_fn<T> F, class Options>
+  [[nodiscard]] IterPipe<std::pair<key_fn_result_t<F, T>, std::vector<T>>> groupby_keyed(F key_fn,
+                                                                                         const Options& options) const;
   /// Shuffles the elements inside each batch (seeded like shuffle).
   template <class U = T>
   requires is_vector<U>
@@ -209,11 +205,13 @@ class IterPipe : public std::ranges::view_base {
                                                      std::size_t batch_num = 100, std::size_t bucket_num = 1,
                                                      std::function<std::vector<T>(std::vector<T>)> sort_key = nullptr,
                                                      bool use_in_batch_shuffle = true) const;
-  /// One pipe per key of `weights`, splitting the elements at random with their own seed.
-  [[nodiscard]] std::vector<IterPipe<T>> random_split(const SplitWeights& weights, std::uint64_t seed,
+  /// One pipe per key of `weights`, ordered (key, weight) pairs (dpipe::SplitWeights), splitting the
+  /// elements at random with their own seed.
+  [[nodiscard]] std::vector<IterPipe<T>> random_split(const std::vector<std::pair<std::string, double>>& weights,
+                                                      std::uint64_t seed,
                                                       std::optional<std::size_t> total_length = std::nullopt) const;
   /// The pipe of random_split for key `target`.
-  [[nodiscard]] IterPipe<T> random_split(const SplitWeights& weights, std::uint64_t seed,
+  [[nodiscard]] IterPipe<T> random_split(const std::vector<std::pair<std::string, double>>& weights, std::uint64_t seed,
                                          std::optional<std::size_t> total_length, const std::string& target) const;
   /// Keeps the ranks of a distributed job in step; not replicable. A pass-through in one process.
   [[nodiscard]] IterPipe<T> fullsync(std::chrono::milliseconds timeout = std::chrono::seconds(1800)) const;

@@ -9,6 +9,7 @@
 /// keys first appeared. `groupby_keyed` yields (key, group) pairs. The length is unknown.
 /// Checkpoint state: the buffered groups.
 
+#include <concepts>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -253,15 +254,17 @@ class Grouper final : public IterDataPipe<groupby_result_t<F, T, KeepKey>> {
 }  // namespace iter
 
 template <class T>
-template <key_fn<T> F>
-IterPipe<std::vector<T>> IterPipe<T>::groupby(F key_fn, const GroupByOptions& options) const {
+template <key_fn<T> F, class Options>
+IterPipe<std::vector<T>> IterPipe<T>::groupby(F key_fn, const Options& options) const {
+  static_assert(std::same_as<Options, GroupByOptions>, "groupby's options are a dpipe::GroupByOptions");
   return make_iter<iter::Grouper<T, F, false>>(*this, std::move(key_fn), options);
 }
 
 template <class T>
-template <key_fn<T> F>
-IterPipe<std::pair<key_fn_result_t<F, T>, std::vector<T>>> IterPipe<T>::groupby_keyed(
-    F key_fn, const GroupByOptions& options) const {
+template <key_fn<T> F, class Options>
+IterPipe<std::pair<key_fn_result_t<F, T>, std::vector<T>>> IterPipe<T>::groupby_keyed(F key_fn,
+                                                                                      const Options& options) const {
+  static_assert(std::same_as<Options, GroupByOptions>, "groupby_keyed's options are a dpipe::GroupByOptions");
   return make_iter<iter::Grouper<T, F, true>>(*this, std::move(key_fn), options);
 }
 

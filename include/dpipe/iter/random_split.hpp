@@ -23,6 +23,9 @@
 
 namespace dpipe {
 
+/// Ordered (key, weight) pairs for random_split.
+using SplitWeights = std::vector<std::pair<std::string, double>>;
+
 namespace iter {
 
 /// The container behind random_split()'s pipes.

@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include <dpipe/core/element_ops.hpp>
-#include <dpipe/core/typed_op.hpp>
-#include <dpipe/core/iter_datapipe.hpp>  // before the detail header it completes
 #include <dpipe/core/detail/element_handoff.hpp>
+#include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
 

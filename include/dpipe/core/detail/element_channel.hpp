@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
+#include <dpipe/core/detail/iter_datapipe_classes.hpp>
 #include <dpipe/core/element_codec.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/serialization/serializer.hpp>
 

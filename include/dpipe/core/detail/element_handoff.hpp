@@ -10,10 +10,10 @@
 #include <utility>
 
 #include <dpipe/core/detail/element_channel.hpp>
+#include <dpipe/core/detail/iter_datapipe_classes.hpp>
 #include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/element_handoff.hpp>
 #include <dpipe/core/error.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/core/type_name.hpp>
 #include <dpipe/serialization/serializer.hpp>

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// The implementations of the element operations (<dpipe/core/element_ops.hpp>) for element type
-/// T, registered by every IterDataPipe<T> when it is built. Included at the end of
-/// <dpipe/core/iter_datapipe.hpp>.
+/// T, registered by every IterDataPipe<T> when it is built. <dpipe/core/iter_datapipe.hpp>
+/// includes it after the classes (<dpipe/core/detail/iter_datapipe_classes.hpp>) it needs.
 
 #include <cstdint>
 #include <memory>
@@ -12,10 +12,10 @@
 
 #include <dpipe/core/detail/element_channel.hpp>
 #include <dpipe/core/detail/element_handoff.hpp>
+#include <dpipe/core/detail/iter_datapipe_classes.hpp>
 #include <dpipe/core/detail/placeholder.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/element_type.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/typed_op.hpp>
 
 namespace dpipe::detail {

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <dpipe/core/detail/iter_datapipe_classes.hpp>
 #include <dpipe/core/error.hpp>
-#include <dpipe/core/iter_datapipe.hpp>
 
 namespace dpipe::detail {
 
