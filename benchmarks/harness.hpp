@@ -18,6 +18,14 @@ void keep(const T& value) {
   asm volatile("" : : "r,m"(value) : "memory");
 }
 
+/// `pointer`, which the optimizer can no longer trace to what it points at: a call through it
+/// stays the virtual call it is in code that holds a node by its base.
+template <class T>
+T* opaque(T* pointer) {
+  asm volatile("" : "+r"(pointer));
+  return pointer;
+}
+
 /// The seconds one run of `work` takes; `work` returns the number of elements it processed.
 inline double seconds_of(const std::function<std::uint64_t()>& work, std::uint64_t& elements) {
   const auto start = std::chrono::steady_clock::now();

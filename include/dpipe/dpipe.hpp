@@ -7,9 +7,9 @@
 #define DPIPE_VERSION_PATCH 0
 
 #include <dpipe/adapter.hpp>
-#include <dpipe/checkpoint_file.hpp>
 #include <dpipe/core/adaptor.hpp>
 #include <dpipe/core/capabilities.hpp>
+#include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/columns.hpp>
 #include <dpipe/core/concepts.hpp>
 #include <dpipe/core/datapipe.hpp>
@@ -28,7 +28,6 @@
 #include <dpipe/core/state.hpp>
 #include <dpipe/core/type_name.hpp>
 #include <dpipe/core/typed_op.hpp>
-#include <dpipe/dataloader2.hpp>
 #include <dpipe/distributed/launch_environment.hpp>
 #include <dpipe/distributed/store.hpp>
 #include <dpipe/distributed/tcp_store.hpp>
@@ -37,6 +36,7 @@
 #include <dpipe/graph/dot.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/linter.hpp>
+#include <dpipe/graph/pipeline_record.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/graph/state.hpp>
 #include <dpipe/graph/statistics.hpp>
@@ -69,6 +69,10 @@
 #include <dpipe/iter/unzip.hpp>
 #include <dpipe/iter/zip.hpp>
 #include <dpipe/iter/zip_longest.hpp>
+#include <dpipe/loader/checkpoint_file.hpp>
+#include <dpipe/loader/dataloader2.hpp>
+#include <dpipe/loader/loader_core.hpp>
+#include <dpipe/loader/progress.hpp>
 #include <dpipe/map/batch.hpp>
 #include <dpipe/map/concat.hpp>
 #include <dpipe/map/from.hpp>
@@ -77,7 +81,6 @@
 #include <dpipe/map/shuffle.hpp>
 #include <dpipe/map/to_iter.hpp>
 #include <dpipe/map/zip.hpp>
-#include <dpipe/progress.hpp>
 #include <dpipe/random/philox.hpp>
 #include <dpipe/random/python_random.hpp>
 #include <dpipe/random/seed_generator.hpp>

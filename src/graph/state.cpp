@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/state.hpp>
@@ -148,13 +149,13 @@ void load_state(const DataPipePtr& root, const StateReader& reader) {
 
 std::vector<std::byte> save_state(const DataPipePtr& root) {
   StateStore store;
-  save_state(root, StateWriter(store, "graph"));
+  save_state(root, StateWriter(store, std::string(checkpoint_schema::kGraph)));
   return store.to_blob();
 }
 
 void load_state(const DataPipePtr& root, std::span<const std::byte> blob) {
   const StateStore store = StateStore::from_blob(blob);
-  load_state(root, StateReader(store, "graph"));
+  load_state(root, StateReader(store, std::string(checkpoint_schema::kGraph)));
   if (const auto unread = store.unread(""); !unread.empty()) {
     DPIPE_THROW(StateError, "the checkpoint's field {} belongs to no node of the graph", unread.front());
   }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <dpipe/core/capabilities.hpp>
+#include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/root_ops.hpp>
@@ -41,7 +42,8 @@ std::string next_loader_prefix(const std::string& name, const LaunchEnvironment&
 
 DistributedReadingService::DistributedReadingService(DistributedOptions options) : options_(std::move(options)) {
   if (options_.timeout <= std::chrono::milliseconds(0) || options_.timeout > std::chrono::hours(24 * 365)) {
-    DPIPE_THROW(InvalidArgument, "DistributedReadingService: the timeout must be positive and at most a year, got {} ms",
+    DPIPE_THROW(InvalidArgument,
+                "DistributedReadingService: the timeout must be positive and at most a year, got {} ms",
                 options_.timeout.count());
   }
 }
@@ -99,15 +101,15 @@ void DistributedReadingService::finalize() {
 
 void DistributedReadingService::checkpoint(StateWriter& writer) {
   const LaunchEnvironment environment = group_ ? group_->environment() : detect();
-  writer.write("rank", std::uint64_t{environment.rank});
-  writer.write("world_size", std::uint64_t{environment.world_size});
-  writer.write("epochs", epochs_);
+  writer.write(checkpoint_schema::ranks::kRank, std::uint64_t{environment.rank});
+  writer.write(checkpoint_schema::ranks::kWorldSize, std::uint64_t{environment.world_size});
+  writer.write(checkpoint_schema::ranks::kEpochs, epochs_);
 }
 
 DataPipePtr DistributedReadingService::restore(DataPipePtr graph, const StateReader& reader) {
-  const auto rank = reader.read<std::uint64_t>("rank");
-  const auto world_size = reader.read<std::uint64_t>("world_size");
-  const auto epochs = reader.read<std::uint64_t>("epochs");
+  const auto rank = reader.read<std::uint64_t>(checkpoint_schema::ranks::kRank);
+  const auto world_size = reader.read<std::uint64_t>(checkpoint_schema::ranks::kWorldSize);
+  const auto epochs = reader.read<std::uint64_t>(checkpoint_schema::ranks::kEpochs);
   const LaunchEnvironment here = detect();
   if (rank != here.rank || world_size != here.world_size) {
     DPIPE_THROW(StateError,

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <dpipe/core/capabilities.hpp>
+#include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/logging.hpp>
@@ -89,6 +90,10 @@ MultiProcessingReadingService::MultiProcessingReadingService(const MultiProcessi
     : ReadingService(other), options_(other.options_) {}
 
 MultiProcessingReadingService::~MultiProcessingReadingService() { finalize(); }
+
+std::string MultiProcessingReadingService::describe() const {
+  return fmt::format("{} with {} worker processes", ReadingService::describe(), options_.num_workers);
+}
 
 DataPipePtr MultiProcessingReadingService::initialize(DataPipePtr graph) { return start(std::move(graph), nullptr); }
 
@@ -253,16 +258,20 @@ GraphFunction MultiProcessingReadingService::limit(std::optional<std::size_t> /*
 }
 
 void MultiProcessingReadingService::checkpoint(StateWriter& writer) {
-  writer.write("workers", std::uint64_t{options_.num_workers});
-  writer.write("started", group_ != nullptr);
+  writer.write(checkpoint_schema::workers::kWorkers, std::uint64_t{options_.num_workers});
+  writer.write(checkpoint_schema::workers::kStarted, group_ != nullptr);
   if (!group_) return;
   stop_main_background();
   const detail::mp::GroupState state = group_->checkpoint();
-  writer.write("generation", state.generation);
+  writer.write(checkpoint_schema::workers::kGeneration, state.generation);
   for (std::size_t w = 0; w < state.workers.size(); ++w) {
-    writer.store().merge(StateStore::from_bytes(state.workers[w]), writer.name() + "/worker" + std::to_string(w));
+    writer.store().merge(StateStore::from_bytes(state.workers[w]),
+                         writer.name() + "/" + checkpoint_schema::workers::worker(w));
   }
-  if (state.dispatcher) writer.store().merge(StateStore::from_bytes(*state.dispatcher), writer.name() + "/dispatcher");
+  if (state.dispatcher) {
+    writer.store().merge(StateStore::from_bytes(*state.dispatcher),
+                         writer.name() + "/" + std::string(checkpoint_schema::workers::kDispatcher));
+  }
 }
 
 void MultiProcessingReadingService::resume_after_checkpoint() {
@@ -272,20 +281,21 @@ void MultiProcessingReadingService::resume_after_checkpoint() {
 }
 
 DataPipePtr MultiProcessingReadingService::restore(DataPipePtr graph, const StateReader& reader) {
-  const auto workers = reader.read<std::uint64_t>("workers");
+  const auto workers = reader.read<std::uint64_t>(checkpoint_schema::workers::kWorkers);
   if (workers != options_.num_workers) {
     DPIPE_THROW(StateError,
                 "the checkpoint was saved with {} worker processes; this MultiProcessingReadingService has {}: "
                 "restore it with the same num_workers",
                 workers, options_.num_workers);
   }
-  if (!reader.read<bool>("started")) return initialize(std::move(graph));
+  if (!reader.read<bool>(checkpoint_schema::workers::kStarted)) return initialize(std::move(graph));
   detail::mp::GroupState state;
-  state.generation = reader.read<std::uint64_t>("generation");
+  state.generation = reader.read<std::uint64_t>(checkpoint_schema::workers::kGeneration);
   for (std::size_t w = 0; w < options_.num_workers; ++w) {
-    state.workers.push_back(reader.store().subset(reader.name() + "/worker" + std::to_string(w)).to_bytes());
+    state.workers.push_back(
+        reader.store().subset(reader.name() + "/" + checkpoint_schema::workers::worker(w)).to_bytes());
   }
-  auto dispatcher = reader.store().subset(reader.name() + "/dispatcher");
+  auto dispatcher = reader.store().subset(reader.name() + "/" + std::string(checkpoint_schema::workers::kDispatcher));
   if (!dispatcher.empty()) state.dispatcher = dispatcher.to_bytes();
   return start(std::move(graph), &state);
 }

@@ -1,6 +1,9 @@
 // The defaults of the reading-service interfaces.
 
+#include <typeinfo>
+
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/type_name.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 
 namespace dpipe {
@@ -11,6 +14,8 @@ namespace {
 }
 
 }  // namespace
+
+std::string ReadingServiceInterface::describe() const { return detail::demangle(typeid(*this).name()); }
 
 std::optional<std::size_t> ReadingServiceInterface::epoch_length(const DataPipePtr& /*graph*/) const {
   return std::nullopt;

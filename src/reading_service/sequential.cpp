@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/reading_service/sequential.hpp>
@@ -37,7 +38,7 @@ void SequentialReadingService::finalize() {
 }
 
 void SequentialReadingService::checkpoint(StateWriter& writer) {
-  writer.write("services", std::uint64_t{services_.size()});
+  writer.write(checkpoint_schema::sequence::kServices, std::uint64_t{services_.size()});
   for (std::size_t i = 0; i < services_.size(); ++i) {
     if (auto* checkpointable = dynamic_cast<CheckpointableReadingServiceInterface*>(services_[i].get())) {
       StateWriter service = writer.scope(std::to_string(i));
@@ -57,7 +58,7 @@ void SequentialReadingService::resume_after_checkpoint() {
 }
 
 DataPipePtr SequentialReadingService::restore(DataPipePtr graph, const StateReader& reader) {
-  const auto saved = reader.read<std::uint64_t>("services");
+  const auto saved = reader.read<std::uint64_t>(checkpoint_schema::sequence::kServices);
   if (saved != services_.size()) {
     DPIPE_THROW(StateError, "SequentialReadingService: the checkpoint has {} services, this one {}", saved,
                 services_.size());

@@ -14,16 +14,24 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/state.hpp>
+#include <dpipe/graph/pipeline_record.hpp>
 #include <dpipe/graph/state.hpp>
 
 namespace {
+
+namespace schema = dpipe::checkpoint_schema;
+
+/// "loader:epoch": the key of the loader's field `name`.
+std::string loader_key(std::string_view name) { return fmt::format("{}:{}", schema::kLoader, name); }
 
 /// A field's value as text: scalars in full, anything else as its size.
 std::string show(const dpipe::StateField& field) {
@@ -78,10 +86,10 @@ std::string printable(const std::string& text) {
   return out;
 }
 
-/// The value of the reading-service field named `name` (the services write "workers" and
-/// "world_size" under "service", at whatever depth they are composed) that holds a 64-bit count.
+/// The value of the reading-service field named `name` (the services write their worker count and
+/// world size under "service", at whatever depth they are composed) that holds a 64-bit count.
 std::optional<std::uint64_t> service_count(const std::vector<const dpipe::StateField*>& service_fields,
-                                           const std::string& name) {
+                                           std::string_view name) {
   for (const auto* field : service_fields) {
     if (field->key.substr(field->key.rfind(':') + 1) != name) continue;
     if (field->kind == dpipe::FieldKind::kUnsigned && field->value.size() == sizeof(std::uint64_t)) {
@@ -93,8 +101,9 @@ std::optional<std::uint64_t> service_count(const std::vector<const dpipe::StateF
   return std::nullopt;
 }
 
-std::string field_value(const dpipe::StateStore& store, const std::string& key) {
-  const auto* field = store.find(key);
+/// The loader's field `name`, shown.
+std::string loader_value(const dpipe::StateStore& store, std::string_view name) {
+  const auto* field = store.find(loader_key(name));
   return field == nullptr ? std::string("-") : printable(show(*field));
 }
 
@@ -110,15 +119,49 @@ std::string owner_of(const dpipe::StateStore& store, const std::string& key) {
   return scope;
 }
 
+/// A field that belongs to no node: the loader's pipeline (printed above, readably) and the
+/// elements it read ahead with their count, the rest as show() has it.
+std::string show_other(const dpipe::StateField& field) {
+  if (field.key == loader_key(schema::loader::kPipeline)) return fmt::format("<{} bytes, above>", field.value.size());
+  if (field.key == loader_key(schema::loader::kReadAhead) && field.value.size() >= sizeof(std::uint64_t)) {
+    std::uint64_t count = 0;
+    std::memcpy(&count, field.value.data(), sizeof(count));
+    return fmt::format("<{} bytes: {} elements>", field.value.size(), count);
+  }
+  return show(field);
+}
+
+/// The pipeline the loader was built from, as its checkpoint records it (the stateful nodes and
+/// those with settings), one node a line; nothing when the checkpoint has no loader.
+void print_pipeline(const dpipe::StateStore& store) {
+  const auto* field = store.find(loader_key(schema::loader::kPipeline));
+  if (field == nullptr) return;
+  std::vector<dpipe::graph::PipelineNode> nodes;
+  try {
+    nodes = dpipe::from_bytes<std::vector<dpipe::graph::PipelineNode>>(field->value);
+  } catch (const dpipe::SerializationError& error) {
+    std::printf("pipeline: <%zu bytes that do not decode: %s>\n", field->value.size(), error.what());
+    return;
+  }
+  std::printf("pipeline (%zu nodes with state or settings):\n", nodes.size());
+  const std::string text = dpipe::graph::describe_pipeline(nodes);
+  std::size_t start = 0;
+  for (std::size_t end = text.find('\n'); end != std::string::npos; start = end + 1, end = text.find('\n', start)) {
+    std::printf("  %s\n", printable(text.substr(start, end - start)).c_str());
+  }
+}
+
 int inspect(const std::vector<std::byte>& blob) {
   const dpipe::StateStore store = dpipe::StateStore::from_blob(blob);
   std::printf("dpipe checkpoint: format %u, %zu bytes, %zu fields\n", unsigned{dpipe::StateStore::kFormatVersion},
               blob.size(), store.fields().size());
-  if (store.find("loader:epoch") != nullptr) {
+  namespace loader = schema::loader;
+  if (store.find(loader_key(loader::kEpoch)) != nullptr) {
     std::printf("epoch: %s, elements taken in it: %s, epoch ended: %s, paused: %s\n",
-                field_value(store, "loader:epoch").c_str(), field_value(store, "loader:taken").c_str(),
-                field_value(store, "loader:epoch_ended").c_str(), field_value(store, "loader:paused").c_str());
+                loader_value(store, loader::kEpoch).c_str(), loader_value(store, loader::kTaken).c_str(),
+                loader_value(store, loader::kEpochEnded).c_str(), loader_value(store, loader::kPaused).c_str());
   }
+  print_pipeline(store);
 
   // Node records are keys without a field name; a node's fields are "<record>:<name>", or
   // "<record>/<part>:<name>" for a part of it.
@@ -139,10 +182,10 @@ int inspect(const std::vector<std::byte>& blob) {
   }
   std::vector<const dpipe::StateField*> service_fields;
   for (const auto* field : others) {
-    if (field->key.starts_with("service")) service_fields.push_back(field);
+    if (field->key.starts_with(schema::kService)) service_fields.push_back(field);
   }
-  const auto workers = service_count(service_fields, "workers");
-  const auto ranks = service_count(service_fields, "world_size");
+  const auto workers = service_count(service_fields, schema::workers::kWorkers);
+  const auto ranks = service_count(service_fields, schema::ranks::kWorldSize);
   std::printf("worker processes: %s, ranks: %s\n", workers ? fmt::format("{}", *workers).c_str() : "0 (in process)",
               ranks ? fmt::format("{}", *ranks).c_str() : "1");
 
@@ -164,7 +207,7 @@ int inspect(const std::vector<std::byte>& blob) {
   }
   std::printf("other fields (%zu):\n", others.size());
   for (const auto* field : others) {
-    std::printf("  %s = %s\n", printable(field->key).c_str(), printable(show(*field)).c_str());
+    std::printf("  %s = %s\n", printable(field->key).c_str(), printable(show_other(*field)).c_str());
   }
   return 0;
 }

@@ -478,3 +478,50 @@ TEST_CASE("DataLoader2: a second thread using the loader while the first is insi
 }
 
 }  // namespace
+
+namespace {
+
+/// A checkpointable service of a user's that describes itself.
+class DescribedService final
+    : public dpipe::ReadingService<DescribedService, dpipe::CheckpointableReadingServiceInterface> {
+ public:
+  dpipe::DataPipePtr initialize(dpipe::DataPipePtr graph) override { return graph; }
+  [[nodiscard]] std::string describe() const override { return "my cluster's service, 3 hosts"; }
+  void checkpoint(dpipe::StateWriter& writer) override { writer.write("hosts", std::uint64_t{3}); }
+  dpipe::DataPipePtr restore(dpipe::DataPipePtr graph, const dpipe::StateReader& reader) override {
+    (void)reader.read<std::uint64_t>("hosts");
+    return graph;
+  }
+};
+
+// What each service may append to a loader's root, which DataLoader2 reads from its type.
+static_assert(!dpipe::MultiProcessingReadingService::kRootOps.prefetch &&
+              !dpipe::MultiProcessingReadingService::kRootOps.fullsync);
+static_assert(InProcessReadingService::kRootOps.prefetch && !InProcessReadingService::kRootOps.fullsync);
+static_assert(!dpipe::DistributedReadingService::kRootOps.prefetch &&
+              dpipe::DistributedReadingService::kRootOps.fullsync);
+static_assert(PlainService::kRootOps.prefetch && PlainService::kRootOps.fullsync);
+
+TEST_CASE("Reading services: describe() names the service in checkpoints and their errors", "[loader][protocol]") {
+  CHECK(PlainService().describe() == "(anonymous namespace)::PlainService");
+  CHECK(InProcessReadingService().describe() == "dpipe::InProcessReadingService");
+  CHECK(dpipe::MultiProcessingReadingService({.num_workers = 3}).describe() ==
+        "dpipe::MultiProcessingReadingService with 3 worker processes");
+  DataLoader2<int> loader(iter::from(range(10)), DescribedService());
+  auto it = loader.begin();
+  ++it;
+  const auto blob = loader.state_dict();
+  CHECK(dpipe::StateStore::from_blob(blob).find("loader:service")->value ==
+        dpipe::to_bytes(std::string("my cluster's service, 3 hosts")));
+  DataLoader2<int> plain(iter::from(range(10)));
+  CHECK_THROWS_MATCHES(plain.load_state_dict(blob), dpipe::StateError,
+                       Catch::Message("the checkpoint was saved by a loader with my cluster's service, 3 hosts, this "
+                                      "loader has no reading service: it cannot restore the state of that service "
+                                      "(its worker processes); build the loader with the reading service the "
+                                      "checkpoint was saved with (the same worker count) to resume it"));
+  DataLoader2<int> same(iter::from(range(10)), DescribedService());
+  same.load_state_dict(blob);
+  CHECK(dpipe::testing::epoch(same) == range(1, 10));
+}
+
+}  // namespace

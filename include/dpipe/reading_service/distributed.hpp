@@ -74,6 +74,9 @@ struct DistributedOptions {
 class DistributedReadingService final
     : public ReadingService<DistributedReadingService, CheckpointableReadingServiceInterface> {
  public:
+  /// It appends a fullsync (the ranks stop each epoch together), never a prefetch.
+  static constexpr RootOps kRootOps{.prefetch = false, .fullsync = true};
+
   explicit DistributedReadingService(DistributedOptions options = {});
   /// Copies the options; the copy has not met the other ranks.
   DistributedReadingService(const DistributedReadingService& other);

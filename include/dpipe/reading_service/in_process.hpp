@@ -20,6 +20,9 @@ class BackgroundStop;
 
 class InProcessReadingService final : public ReadingService<InProcessReadingService> {
  public:
+  /// It appends a prefetch (prefetch_cnt), never a fullsync.
+  static constexpr RootOps kRootOps{.prefetch = true, .fullsync = false};
+
   /// `init_fn` gets the graph and WorkerInfo{1, 0} once; `reset_fn` every epoch, after seeding.
   explicit InProcessReadingService(std::size_t prefetch_cnt = 0, WorkerInitFunction init_fn = {},
                                    WorkerResetFunction reset_fn = {});

@@ -17,8 +17,8 @@
 /// (SeedGenerator::spawn); with the same seed, the output is the same every run, and for a
 /// pipeline whose random nodes sit before the sharding point it equals the in-process output for
 /// the same seed, every epoch. After a DistributedReadingService (which reseeds every epoch from
-/// rank 0's seed) it seeds exactly as torchdata does, in every epoch. Elements cross as bytes (dpipe::Serializer): an element type
-/// without a Serializer is an InvalidArgument at initialize().
+/// rank 0's seed) it seeds exactly as torchdata does, in every epoch. Elements cross as bytes (dpipe::Serializer): an
+/// element type without a Serializer is an InvalidArgument at initialize().
 ///
 /// Failures: an exception in a worker reaches the loop as WorkerError ("Caught std::runtime_error
 /// in worker process 1.\nOriginal message: ..."), after every element the workers produced before
@@ -102,6 +102,9 @@ struct MultiProcessingOptions {
 class MultiProcessingReadingService final
     : public ReadingService<MultiProcessingReadingService, CheckpointableReadingServiceInterface> {
  public:
+  /// It appends nothing to the root: its prefetching is the workers' queues.
+  static constexpr RootOps kRootOps{.prefetch = false, .fullsync = false};
+
   explicit MultiProcessingReadingService(MultiProcessingOptions options = {});
   /// Copies the options; the copy has no worker processes.
   MultiProcessingReadingService(const MultiProcessingReadingService& other);
@@ -110,6 +113,9 @@ class MultiProcessingReadingService final
   ~MultiProcessingReadingService() override;
 
   [[nodiscard]] const MultiProcessingOptions& options() const noexcept { return options_; }
+  /// "dpipe::MultiProcessingReadingService with 2 worker processes" (the same words for threads,
+  /// whose checkpoints are interchangeable with the processes' ones).
+  [[nodiscard]] std::string describe() const override;
 
   DataPipePtr initialize(DataPipePtr graph) override;
   /// What the workers yield together (each runs its shard of the replicable branch: a batch at

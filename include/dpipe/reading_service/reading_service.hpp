@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <dpipe/core/datapipe.hpp>
@@ -39,13 +40,30 @@ using WorkerInitFunction = std::function<DataPipePtr(DataPipePtr, const WorkerIn
 /// Called every epoch where the graph runs, after it was seeded; returns the graph to run.
 using WorkerResetFunction = std::function<DataPipePtr(DataPipePtr, const WorkerInfo&, SeedGenerator&)>;
 
+/// Which typed operations of <dpipe/core/root_ops.hpp> a reading service may apply to a loader's
+/// root. DataLoader2<T> reads it from the service's type (`Service::kRootOps`) and registers those
+/// operations for T, so that a loader compiles a prefetch or a fullsync node for its element type
+/// only when its service may append one. A service declares its own by defining `kRootOps`; the
+/// interface's default, which services of your own inherit, allows both.
+struct RootOps {
+  bool prefetch = true;  ///< ops::AppendPrefetch
+  bool fullsync = true;  ///< ops::AppendFullSync
+};
+
 /// Thread-safety: a reading service is used by the thread that uses its DataLoader2.
 class ReadingServiceInterface {
  public:
+  /// What this kind of service may append to a loader's root (see RootOps).
+  static constexpr RootOps kRootOps{};
+
   virtual ~ReadingServiceInterface() = default;
 
   /// A copy of this service in its configured (not yet initialized) state.
   [[nodiscard]] virtual std::unique_ptr<ReadingServiceInterface> clone() const = 0;
+
+  /// What the service is, for messages and checkpoints: "dpipe::MultiProcessingReadingService
+  /// with 2 worker processes". The default is the service's type name.
+  [[nodiscard]] virtual std::string describe() const;
 
   /// Called once, at the first iteration: may rewrite the graph; returns its root.
   virtual DataPipePtr initialize(DataPipePtr graph) = 0;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
@@ -65,9 +66,7 @@ int ChildLoop::run() {
   }
 }
 
-bool ChildLoop::can_produce() {
-  return epoch_running() && has_room();
-}
+bool ChildLoop::can_produce() { return epoch_running() && has_room(); }
 
 void ChildLoop::set_root(DataPipePtr root) {
   if (!root || root->element_type() != expected_type_) {
@@ -139,20 +138,20 @@ void ChildLoop::checkpoint(std::uint64_t request) {
 
 std::vector<std::byte> ChildLoop::save_state() const {
   StateStore store;
-  StateWriter process(store, "process");
-  process.write("progress", progress_);
-  process.write("random", worker_random_state());
-  graph::save_state(root_, StateWriter(store, "graph"));
+  StateWriter process(store, std::string(checkpoint_schema::child::kProcess));
+  process.write(checkpoint_schema::child::kProgress, progress_);
+  process.write(checkpoint_schema::child::kRandom, worker_random_state());
+  graph::save_state(root_, StateWriter(store, std::string(checkpoint_schema::kGraph)));
   return store.to_bytes();
 }
 
-void ChildLoop::restore_state(std::span<const std::byte> bytes) {
+void ChildLoop::load_state(std::span<const std::byte> bytes) {
   const StateStore store = StateStore::from_bytes(bytes);
-  const StateReader process(store, "process");
-  progress_ = process.read<ChildProgress>("progress");
+  const StateReader process(store, std::string(checkpoint_schema::child::kProcess));
+  progress_ = process.read<ChildProgress>(checkpoint_schema::child::kProgress);
   check_progress();
-  set_worker_random_state(process.read<WorkerRandomState>("random"));
-  graph::load_state(root_, StateReader(store, "graph"));
+  set_worker_random_state(process.read<WorkerRandomState>(checkpoint_schema::child::kRandom));
+  graph::load_state(root_, StateReader(store, std::string(checkpoint_schema::kGraph)));
   if (const auto unread = store.unread(""); !unread.empty()) {
     DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in {}", unread.front(), name_);
   }

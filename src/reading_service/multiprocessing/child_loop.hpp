@@ -146,7 +146,7 @@ class ChildLoop : public ChildBody {
   void checkpoint(std::uint64_t request);
   [[nodiscard]] bool can_produce();
   [[nodiscard]] std::vector<std::byte> save_state() const;
-  void restore_state(std::span<const std::byte> bytes);
+  void load_state(std::span<const std::byte> bytes);
   /// Throws StateError when the restored progress_ cannot come from a checkpoint of this group.
   void check_progress() const;
 
@@ -172,7 +172,7 @@ void ChildLoop::start(MakeRoot&& make_root, const std::vector<std::byte>* restor
   guarded(
       [&] {
         make_root();
-        if (restored != nullptr) restore_state(*restored);
+        if (restored != nullptr) load_state(*restored);
       },
       [&](ErrorReport report) {
         // Reported after the acknowledgement of the next epoch, which the main process waits for.

@@ -6,20 +6,29 @@
 /// the pipeline surfaces there. Copies share their position, as input iterators do. Dereferencing
 /// gives a mutable reference, so the body may move the element out.
 
+#include <concepts>
 #include <cstddef>
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <dpipe/core/error.hpp>
 
 namespace dpipe::detail {
 
-/// Reader provides `std::optional<T> read()` and `bool end_is_final()` (false while the end only
-/// means "paused", so that the next comparison reads again).
+/// Reader provides `bool end_is_final()` (false while the end only means "paused", so that the
+/// next comparison reads again) and one of:
+/// - `std::optional<T> read()`: the next element, which the iterator keeps;
+/// - `T* read_in_place()`: the next element where the reader keeps it, valid until the next read,
+///   or nullptr at the end; no element is moved on its way to the caller.
 template <class T, class Reader>
 class LazyIterator {
+  static constexpr bool kInPlace = requires(Reader reader) {
+    { reader.read_in_place() } -> std::same_as<T*>;
+  };
+
  public:
   using value_type = T;
   using difference_type = std::ptrdiff_t;
@@ -32,8 +41,9 @@ class LazyIterator {
   explicit LazyIterator(Reader reader) : cursor_(std::make_shared<Cursor>(std::move(reader))) {}
 
   [[nodiscard]] T& operator*() const {
-    auto& element = cursor_->fetch();
-    if (!element) DPIPE_THROW(UsageError, "dereferencing an iterator at the end of its iteration");
+    T* element = cursor_->fetch();
+    if (element == nullptr) [[unlikely]]
+      throw_dereferenced_end();
     return *element;
   }
   [[nodiscard]] T* operator->() const { return &**this; }
@@ -46,21 +56,31 @@ class LazyIterator {
   void operator++(int) { ++*this; }
 
   [[nodiscard]] friend bool operator==(const LazyIterator& it, std::default_sentinel_t) {
-    return !it.cursor_ || !it.cursor_->fetch().has_value();
+    return !it.cursor_ || it.cursor_->fetch() == nullptr;
   }
 
  private:
+  [[noreturn]] static void throw_dereferenced_end() {
+    DPIPE_THROW(UsageError, "dereferencing an iterator at the end of its iteration");
+  }
+
   struct Cursor {
     explicit Cursor(Reader r) : reader(std::move(r)) {}
     Reader reader;
-    std::optional<T> current;
+    [[no_unique_address]] std::conditional_t<kInPlace, std::nullptr_t, std::optional<T>> kept{};
+    T* current = nullptr;
     bool fetched = false;
 
-    /// The current element, read unless it is still unconsumed; std::nullopt at the end.
-    std::optional<T>& fetch() {
+    /// The current element, read unless it is still unconsumed; nullptr at the end.
+    T* fetch() {
       if (!fetched) {
-        current = reader.read();
-        fetched = current.has_value() || reader.end_is_final();
+        if constexpr (kInPlace) {
+          current = reader.read_in_place();
+        } else {
+          kept = reader.read();
+          current = kept ? &*kept : nullptr;
+        }
+        fetched = current != nullptr || reader.end_is_final();
       }
       return current;
     }

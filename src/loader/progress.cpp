@@ -10,7 +10,7 @@
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/statistics.hpp>
 
-#include "progress_reporter.hpp"
+#include "loader/progress_reporter.hpp"
 
 namespace dpipe {
 namespace {

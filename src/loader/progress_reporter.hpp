@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include <dpipe/core/datapipe.hpp>
-#include <dpipe/progress.hpp>
+#include <dpipe/loader/progress.hpp>
 
 namespace dpipe::detail {
 
@@ -19,10 +19,11 @@ class ProgressReporter {
 
   /// Epoch `epoch` starts (or resumes) on `root` with `taken` elements handed out.
   void epoch_started(const DataPipePtr& root, std::uint64_t epoch, std::uint64_t taken);
-  /// The loader handed out its `taken`-th element of the epoch: an increment and a compare, and
-  /// a clock read about 64 times per interval.
-  void element(const DataPipePtr& root, std::uint64_t taken) {
-    if (++since_check_ < check_every_) return;
+  /// The loader handed out `count` more elements, `taken` in the epoch so far: an addition and a
+  /// compare, and a clock read about 64 times per interval.
+  void handed_out(const DataPipePtr& root, std::uint64_t taken, std::uint64_t count) {
+    since_check_ += count;
+    if (since_check_ < check_every_) return;
     check(root, taken);
   }
   /// The epoch ended after `taken` elements: the report of the whole epoch.

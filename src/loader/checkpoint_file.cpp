@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <dpipe/checkpoint_file.hpp>
 #include <dpipe/core/error.hpp>
+#include <dpipe/loader/checkpoint_file.hpp>
 
 namespace dpipe {
 namespace {

@@ -1,0 +1,38 @@
+#pragma once
+// What LoaderCore's checkpoints and its protocol share: how a checkpoint restores the graph, and
+// what load_state_dict() read. Private to the library.
+
+#include <cstdint>
+#include <string_view>
+
+#include <dpipe/core/state.hpp>
+#include <dpipe/loader/loader_core.hpp>
+
+namespace dpipe::detail {
+
+/// How a checkpoint restores the graph.
+enum class GraphMode : std::uint8_t {
+  kNotStarted = 0,    // saved before the first iteration
+  kState = 1,         // every node's state
+  kReplay = 2,        // a node cannot save its state: replay the epoch from its seeds and skip
+  kReplayFailed = 3,  // saved after the epoch failed: replay it like kReplay
+};
+
+/// What load_state_dict read, applied at the next iteration.
+struct LoaderCore::Restore {
+  GraphMode mode = GraphMode::kNotStarted;
+  std::uint64_t epoch = 0;
+  std::uint64_t taken = 0;
+  bool epoch_ended = false;
+  bool paused = false;
+  bool service_state = false;
+  StateStore store;  // the graph's and the service's fields
+
+  /// Whether the checkpoint was saved inside an epoch, which the next iteration continues.
+  [[nodiscard]] bool mid_epoch() const noexcept { return mode != GraphMode::kNotStarted && !epoch_ended; }
+};
+
+/// The root as an iter node; InvalidArgument when it is not one.
+IterDataPipeBase& as_iter_base(const DataPipePtr& root);
+
+}  // namespace dpipe::detail
