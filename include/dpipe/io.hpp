@@ -3,6 +3,7 @@
 /// The I/O wing: file and format nodes, in the `dpipe::io` library target (link `dpipe::io`).
 /// Not part of <dpipe/dpipe.hpp>: a trainer that reads no files links none of it.
 
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/csv.hpp>
 #include <dpipe/io/decompress.hpp>
 #include <dpipe/io/in_blocks.hpp>

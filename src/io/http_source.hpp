@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// HttpSource: an HTTP body as a detail::ByteSource, pulled through libcurl's multi interface, for
+/// HttpSource: an HTTP body as a ByteSource, pulled through libcurl's multi interface, for
 /// read_from_http() and OpenedFile::reopen(). Private to src/io: no public header names libcurl.
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/read_from_http.hpp>
 
 namespace dpipe::io::detail {

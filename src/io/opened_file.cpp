@@ -8,7 +8,7 @@
 #include <utility>
 
 #include <dpipe/core/error.hpp>
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 #include "io/stream_origins.hpp"
@@ -19,7 +19,7 @@ namespace {
 constexpr std::string_view kFileScheme = "file:";
 
 /// A file descriptor, closed with the source.
-class FileSource final : public detail::ByteSource {
+class FileSource final : public ByteSource {
  public:
   explicit FileSource(int descriptor) noexcept : descriptor_(descriptor) {}
   FileSource(const FileSource&) = delete;
@@ -30,19 +30,19 @@ class FileSource final : public detail::ByteSource {
     for (;;) {
       const ssize_t got = ::read(descriptor_, data, size);
       if (got >= 0) return static_cast<std::size_t>(got);
-      if (errno != EINTR) throw detail::SourceFailure(fmt::format("cannot read: {}", std::strerror(errno)));
+      if (errno != EINTR) throw SourceFailure(fmt::format("cannot read: {}", std::strerror(errno)));
     }
   }
 
   bool seek(std::uint64_t offset) override {
     struct stat status {};
     if (::fstat(descriptor_, &status) != 0)
-      throw detail::SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
+      throw SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
     if (offset > static_cast<std::uint64_t>(status.st_size))
-      throw detail::SourceFailure(
+      throw SourceFailure(
           fmt::format("the file has only {} bytes (it changed since the checkpoint)", status.st_size));
     if (::lseek(descriptor_, static_cast<off_t>(offset), SEEK_SET) < 0)
-      throw detail::SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
+      throw SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
     return true;
   }
 
@@ -78,7 +78,7 @@ OpenedFile OpenedFile::reopen(const std::string& origin, std::uint64_t offset, s
   return file;
 }
 
-OpenedFile::OpenedFile(std::string path, std::string origin, std::unique_ptr<detail::ByteSource> source) noexcept
+OpenedFile::OpenedFile(std::string path, std::string origin, std::unique_ptr<ByteSource> source) noexcept
     : path_(std::move(path)), origin_(std::move(origin)), source_(std::move(source)) {}
 
 OpenedFile::OpenedFile(OpenedFile&& other) noexcept = default;
@@ -91,7 +91,7 @@ std::size_t OpenedFile::read(char* data, std::size_t size, std::string_view node
     const std::size_t got = source_->read(data, size);
     offset_ += got;
     return got;
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     throw DataError(node, {.path = path_, .byte_offset = offset_}, failure.what());
   }
 }
@@ -103,7 +103,7 @@ void OpenedFile::seek(std::uint64_t offset, std::string_view node) {
       offset_ = offset;
       return;
     }
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     throw DataError(node, {.path = path_, .byte_offset = offset}, failure.what());
   }
   if (offset < offset_)

@@ -11,7 +11,7 @@ OpenedFile open_http(const std::string& url, const HttpOptions& options, std::st
   auto source = std::make_unique<detail::HttpSource>(url, options);
   try {
     (void)source->start(0);
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     throw DataError(node, {.path = url}, failure.what());
   }
   std::string origin = detail::http_origin(url, options, source->length());

@@ -10,9 +10,8 @@
 #include <string_view>
 
 namespace dpipe::io {
-namespace detail {
+
 class ByteSource;
-}  // namespace detail
 
 /// A stream open for reading: its name (a path or a URL), where it comes from, its bytes and an
 /// offset. Move-only, and without a Serializer on purpose: an open stream never crosses to a
@@ -31,7 +30,7 @@ class OpenedFile {
   [[nodiscard]] static OpenedFile reopen(const std::string& origin, std::uint64_t offset, std::string_view node);
 
   /// A stream named `path` in errors, opened again from `origin` at a restore (see reopen()).
-  OpenedFile(std::string path, std::string origin, std::unique_ptr<detail::ByteSource> source) noexcept;
+  OpenedFile(std::string path, std::string origin, std::unique_ptr<ByteSource> source) noexcept;
 
   OpenedFile(OpenedFile&& other) noexcept;
   OpenedFile& operator=(OpenedFile&& other) noexcept;
@@ -59,7 +58,7 @@ class OpenedFile {
  private:
   std::string path_;
   std::string origin_;
-  std::unique_ptr<detail::ByteSource> source_;
+  std::unique_ptr<ByteSource> source_;
   std::uint64_t offset_ = 0;
 };
 
