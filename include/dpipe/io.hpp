@@ -13,6 +13,7 @@
 #include <dpipe/io/load_from_archive.hpp>
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/opener.hpp>
 #include <dpipe/io/parse_json.hpp>
 #include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>

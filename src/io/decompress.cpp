@@ -6,12 +6,12 @@
 #include <vector>
 
 #include <dpipe/core/error.hpp>
-#include <dpipe/io/decompress.hpp>
 #include <dpipe/io/byte_source.hpp>
+#include <dpipe/io/decompress.hpp>
 
 #include "io/archive_stream.hpp"
 #include "io/gzip_source.hpp"
-#include "io/stream_origins.hpp"
+#include "io/opener_registry.hpp"
 
 namespace dpipe::io {
 namespace {
@@ -123,20 +123,21 @@ OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t 
 
 namespace detail {
 
-std::optional<OpenedFile> reopen_decompressed(const std::string& origin, std::string_view node) {
-  const std::string_view text = origin;
+void add_decompressed_openers(const AddOpener& add) {
   for (const auto& info : kFormats) {
-    if (!text.starts_with(info.name) || text.size() <= info.name.size() || text[info.name.size()] != '[') continue;
-    const auto limit_begin = info.name.size() + 1;
-    const auto limit_end = text.find("]:", limit_begin);
-    std::uint64_t max_bytes = 0;
-    if (limit_end == std::string_view::npos ||
-        std::from_chars(text.data() + limit_begin, text.data() + limit_end, max_bytes).ptr != text.data() + limit_end)
-      return std::nullopt;
-    auto inner = OpenedFile::reopen(std::string(text.substr(limit_end + 2)), 0, node);
-    return open_decompressed(std::move(inner), info.format, max_bytes, node);
+    add(info.name, [&info](const std::string& origin, std::string_view node) {
+      // "<format>[<max_bytes>]:<the compressed stream's origin>"
+      const std::string_view text = origin;
+      const auto limit_begin = info.name.size() + 1;
+      const auto limit_end = text.find("]:", limit_begin);
+      std::uint64_t max_bytes = 0;
+      if (text[info.name.size()] != '[' || limit_end == std::string_view::npos ||
+          std::from_chars(text.data() + limit_begin, text.data() + limit_end, max_bytes).ptr != text.data() + limit_end)
+        throw malformed_origin(origin, info.name, node);
+      auto inner = OpenedFile::reopen(std::string(text.substr(limit_end + 2)), 0, node);
+      return open_decompressed(std::move(inner), info.format, max_bytes, node);
+    });
   }
-  return std::nullopt;
 }
 
 }  // namespace detail
