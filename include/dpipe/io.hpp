@@ -6,6 +6,8 @@
 #include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/csv.hpp>
 #include <dpipe/io/decompress.hpp>
+#include <dpipe/io/file_cursor.hpp>
+#include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/in_blocks.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/line_block.hpp>
