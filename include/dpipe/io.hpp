@@ -3,8 +3,11 @@
 /// The I/O wing: file and format nodes, in the `dpipe::io` library target (link `dpipe::io`).
 /// Not part of <dpipe/dpipe.hpp>: a trainer that reads no files links none of it.
 
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/csv.hpp>
 #include <dpipe/io/decompress.hpp>
+#include <dpipe/io/file_cursor.hpp>
+#include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/in_blocks.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/line_block.hpp>
@@ -12,6 +15,7 @@
 #include <dpipe/io/load_from_archive.hpp>
 #include <dpipe/io/open_files.hpp>
 #include <dpipe/io/opened_file.hpp>
+#include <dpipe/io/opener.hpp>
 #include <dpipe/io/parse_json.hpp>
 #include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include <dpipe/core/error.hpp>
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 
 #include "io/gzip_source.hpp"
 

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 struct archive;
@@ -41,7 +41,7 @@ struct ArchiveMember {
 
 /// libarchive over an OpenedFile. A gzip-compressed tar is decompressed by GzipSource, which
 /// checks the gzip trailers libarchive's filter ignores; libarchive then reads a plain tar (other
-/// compressors go through libarchive's filters). read_* failures are detail::SourceFailure with libarchive's
+/// compressors go through libarchive's filters). read_* failures are SourceFailure with libarchive's
 /// reason, or the DataError the file itself raised. Thread-safety: one thread at a time.
 class ArchiveStream {
  public:

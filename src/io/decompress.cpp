@@ -6,12 +6,12 @@
 #include <vector>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/decompress.hpp>
-#include <dpipe/io/detail/byte_source.hpp>
 
 #include "io/archive_stream.hpp"
 #include "io/gzip_source.hpp"
-#include "io/stream_origins.hpp"
+#include "io/opener_registry.hpp"
 
 namespace dpipe::io {
 namespace {
@@ -37,27 +37,27 @@ const FormatInfo* info_of(Compression format) noexcept {
 }
 
 /// The bytes of another source, refused beyond a limit (a decompression bomb).
-class LimitedSource final : public detail::ByteSource {
+class LimitedSource final : public ByteSource {
  public:
-  LimitedSource(std::unique_ptr<detail::ByteSource> inner, std::uint64_t max_bytes)
+  LimitedSource(std::unique_ptr<ByteSource> inner, std::uint64_t max_bytes)
       : inner_(std::move(inner)), max_bytes_(max_bytes) {}
 
   std::size_t read(char* data, std::size_t size) override {
     const std::size_t got = inner_->read(data, size);
     produced_ += got;
     if (max_bytes_ != 0 && produced_ > max_bytes_)
-      throw detail::SourceFailure(fmt::format("decompresses to more than max_bytes ({}) bytes", max_bytes_));
+      throw SourceFailure(fmt::format("decompresses to more than max_bytes ({}) bytes", max_bytes_));
     return got;
   }
 
  private:
-  std::unique_ptr<detail::ByteSource> inner_;
+  std::unique_ptr<ByteSource> inner_;
   std::uint64_t max_bytes_;
   std::uint64_t produced_ = 0;
 };
 
 /// One stream through one of libarchive's filters (all formats but gzip).
-class FilteredSource final : public detail::ByteSource {
+class FilteredSource final : public ByteSource {
  public:
   FilteredSource(OpenedFile file, const FormatInfo& info, std::string_view node)
       : stream_(std::move(file), detail::ArchiveKind::kCompressedStream, node, {info.filter, info.name}) {
@@ -74,7 +74,7 @@ class FilteredSource final : public detail::ByteSource {
 
 /// The decompressor of `file` in `format`; DataError naming `node` when the file does not start as
 /// `format` says.
-std::unique_ptr<detail::ByteSource> decompressor(OpenedFile file, const FormatInfo& info, std::string_view node) {
+std::unique_ptr<ByteSource> decompressor(OpenedFile file, const FormatInfo& info, std::string_view node) {
   if (info.format != Compression::kGzip) return std::make_unique<FilteredSource>(std::move(file), info, node);
   std::vector<char> head(std::size_t{64} << 10);
   head.resize(detail::read_head(file, head, node));
@@ -123,20 +123,21 @@ OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t 
 
 namespace detail {
 
-std::optional<OpenedFile> reopen_decompressed(const std::string& origin, std::string_view node) {
-  const std::string_view text = origin;
+void add_decompressed_openers(const AddOpener& add) {
   for (const auto& info : kFormats) {
-    if (!text.starts_with(info.name) || text.size() <= info.name.size() || text[info.name.size()] != '[') continue;
-    const auto limit_begin = info.name.size() + 1;
-    const auto limit_end = text.find("]:", limit_begin);
-    std::uint64_t max_bytes = 0;
-    if (limit_end == std::string_view::npos ||
-        std::from_chars(text.data() + limit_begin, text.data() + limit_end, max_bytes).ptr != text.data() + limit_end)
-      return std::nullopt;
-    auto inner = OpenedFile::reopen(std::string(text.substr(limit_end + 2)), 0, node);
-    return open_decompressed(std::move(inner), info.format, max_bytes, node);
+    add(info.name, [&info](const std::string& origin, std::string_view node) {
+      // "<format>[<max_bytes>]:<the compressed stream's origin>"
+      const std::string_view text = origin;
+      const auto limit_begin = info.name.size() + 1;
+      const auto limit_end = text.find("]:", limit_begin);
+      std::uint64_t max_bytes = 0;
+      if (text[info.name.size()] != '[' || limit_end == std::string_view::npos ||
+          std::from_chars(text.data() + limit_begin, text.data() + limit_end, max_bytes).ptr != text.data() + limit_end)
+        throw malformed_origin(origin, info.name, node);
+      auto inner = OpenedFile::reopen(std::string(text.substr(limit_end + 2)), 0, node);
+      return open_decompressed(std::move(inner), info.format, max_bytes, node);
+    });
   }
-  return std::nullopt;
 }
 
 }  // namespace detail

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include <dpipe/core/error.hpp>
-#include <dpipe/io/detail/file_cursor.hpp>
+#include <dpipe/io/file_cursor.hpp>
 
-namespace dpipe::io::detail {
+namespace dpipe::io {
 
 void FileCursor::start(OpenedFile file) {
   file_.emplace(std::move(file));
@@ -63,4 +63,4 @@ bool FileCursor::load(const StateReader& reader, std::string_view node) {
   return true;
 }
 
-}  // namespace dpipe::io::detail
+}  // namespace dpipe::io

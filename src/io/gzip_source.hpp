@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 namespace dpipe::io::detail {

@@ -13,7 +13,6 @@
 
 #include <fmt/core.h>
 
-#include "io/stream_origins.hpp"
 
 namespace dpipe::io::detail {
 namespace {

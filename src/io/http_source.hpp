@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// HttpSource: an HTTP body as a detail::ByteSource, pulled through libcurl's multi interface, for
-/// read_from_http() and OpenedFile::reopen(). Private to src/io: no public header names libcurl.
+/// HttpSource: an HTTP body as a ByteSource, pulled through libcurl's multi interface, for
+/// read_from_http() and the http and https openers. Private to src/io: no public header names
+/// libcurl.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/read_from_http.hpp>
 
 namespace dpipe::io::detail {
@@ -69,5 +70,9 @@ class HttpSource final : public ByteSource {
 /// are the length at the first request and the options a restore needs.
 [[nodiscard]] std::string http_origin(const std::string& url, const HttpOptions& options,
                                       std::optional<std::uint64_t> length);
+
+/// The HTTP stream `origin` names (an http_origin()), not requested yet: its first seek() or
+/// read() sends the request. std::nullopt when `origin` is not one.
+[[nodiscard]] std::optional<OpenedFile> reopen_http(const std::string& origin);
 
 }  // namespace dpipe::io::detail

@@ -3,7 +3,7 @@
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/state.hpp>
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/load_from_archive.hpp>
 
 #include "io/archive_stream.hpp"
@@ -107,7 +107,7 @@ std::optional<PathBytes> ArchiveLoader::next_member() {
         open_.reset();
         return std::nullopt;
       }
-    } catch (const detail::SourceFailure& failure) {
+    } catch (const SourceFailure& failure) {
       throw fail(failure.what(), "", open_->header_offset());
     } catch (const DataError&) {
       open_.reset();
@@ -136,7 +136,7 @@ std::optional<PathBytes> ArchiveLoader::next_member() {
       if (offset > bytes.size()) bytes.resize(static_cast<std::size_t>(offset));  // a hole of a sparse member
       bytes.append(block);
     }
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     throw fail(failure.what(), member.name, header);
   } catch (const DataError&) {
     open_.reset();
@@ -179,7 +179,7 @@ void ArchiveLoader::load_state(const StateReader& reader) {
   } catch (const DataError& error) {
     open_.reset();
     DPIPE_THROW(StateError, "{}: cannot continue the archive the checkpoint was reading: {}", label(), error.what());
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     open_.reset();
     DPIPE_THROW(StateError, "{}: cannot continue the archive the checkpoint was reading: {}", label(), failure.what());
   }

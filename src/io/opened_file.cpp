@@ -8,18 +8,18 @@
 #include <utility>
 
 #include <dpipe/core/error.hpp>
-#include <dpipe/io/detail/byte_source.hpp>
+#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/opened_file.hpp>
 
-#include "io/stream_origins.hpp"
+#include "io/opener_registry.hpp"
 
 namespace dpipe::io {
 namespace {
 
-constexpr std::string_view kFileScheme = "file:";
+constexpr std::string_view kFileScheme = "file";
 
 /// A file descriptor, closed with the source.
-class FileSource final : public detail::ByteSource {
+class FileSource final : public ByteSource {
  public:
   explicit FileSource(int descriptor) noexcept : descriptor_(descriptor) {}
   FileSource(const FileSource&) = delete;
@@ -30,19 +30,17 @@ class FileSource final : public detail::ByteSource {
     for (;;) {
       const ssize_t got = ::read(descriptor_, data, size);
       if (got >= 0) return static_cast<std::size_t>(got);
-      if (errno != EINTR) throw detail::SourceFailure(fmt::format("cannot read: {}", std::strerror(errno)));
+      if (errno != EINTR) throw SourceFailure(fmt::format("cannot read: {}", std::strerror(errno)));
     }
   }
 
   bool seek(std::uint64_t offset) override {
     struct stat status {};
-    if (::fstat(descriptor_, &status) != 0)
-      throw detail::SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
+    if (::fstat(descriptor_, &status) != 0) throw SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
     if (offset > static_cast<std::uint64_t>(status.st_size))
-      throw detail::SourceFailure(
-          fmt::format("the file has only {} bytes (it changed since the checkpoint)", status.st_size));
+      throw SourceFailure(fmt::format("the file has only {} bytes (it changed since the checkpoint)", status.st_size));
     if (::lseek(descriptor_, static_cast<off_t>(offset), SEEK_SET) < 0)
-      throw detail::SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
+      throw SourceFailure(fmt::format("cannot seek: {}", std::strerror(errno)));
     return true;
   }
 
@@ -50,9 +48,8 @@ class FileSource final : public detail::ByteSource {
   int descriptor_;
 };
 
-}  // namespace
-
-OpenedFile OpenedFile::open(std::string path, std::string_view node) {
+/// Opens the local file `path`.
+OpenedFile open_local(std::string path, std::string_view node) {
   int descriptor = -1;
   do {
     descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -62,23 +59,35 @@ OpenedFile OpenedFile::open(std::string path, std::string_view node) {
   struct stat status {};
   if (::fstat(descriptor, &status) == 0 && S_ISDIR(status.st_mode))
     throw DataError(node, {.path = path}, "cannot open: it is a directory");
-  std::string origin = std::string(kFileScheme) + path;
+  std::string origin = fmt::format("{}:{}", kFileScheme, path);
   return {std::move(path), std::move(origin), std::move(source)};
 }
 
+}  // namespace
+
+namespace detail {
+
+void add_file_opener(const AddOpener& add) {
+  add(kFileScheme, [](const std::string& origin, std::string_view node) {
+    if (origin[kFileScheme.size()] != ':') throw malformed_origin(origin, kFileScheme, node);
+    return open_local(origin.substr(kFileScheme.size() + 1), node);
+  });
+}
+
+}  // namespace detail
+
+OpenedFile OpenedFile::open(std::string path, std::string_view node) {
+  if (detail::names_scheme(path)) return detail::open_origin(path, node);
+  return open_local(std::move(path), node);
+}
+
 OpenedFile OpenedFile::reopen(const std::string& origin, std::uint64_t offset, std::string_view node) {
-  auto file = [&] {
-    const std::string_view text = origin;
-    if (text.starts_with(kFileScheme)) return open(std::string(text.substr(kFileScheme.size())), node);
-    if (auto decompressed = detail::reopen_decompressed(origin, node)) return std::move(*decompressed);
-    if (auto http = detail::reopen_http(origin)) return std::move(*http);
-    throw DataError(node, {.path = origin}, "cannot reopen: not a stream origin dpipe knows");
-  }();
+  auto file = detail::open_origin(origin, node);
   file.seek(offset, node);
   return file;
 }
 
-OpenedFile::OpenedFile(std::string path, std::string origin, std::unique_ptr<detail::ByteSource> source) noexcept
+OpenedFile::OpenedFile(std::string path, std::string origin, std::unique_ptr<ByteSource> source) noexcept
     : path_(std::move(path)), origin_(std::move(origin)), source_(std::move(source)) {}
 
 OpenedFile::OpenedFile(OpenedFile&& other) noexcept = default;
@@ -91,7 +100,7 @@ std::size_t OpenedFile::read(char* data, std::size_t size, std::string_view node
     const std::size_t got = source_->read(data, size);
     offset_ += got;
     return got;
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     throw DataError(node, {.path = path_, .byte_offset = offset_}, failure.what());
   }
 }
@@ -103,7 +112,7 @@ void OpenedFile::seek(std::uint64_t offset, std::string_view node) {
       offset_ = offset;
       return;
     }
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     throw DataError(node, {.path = path_, .byte_offset = offset}, failure.what());
   }
   if (offset < offset_)

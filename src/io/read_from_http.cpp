@@ -4,6 +4,7 @@
 #include <dpipe/io/read_from_http.hpp>
 
 #include "io/http_source.hpp"
+#include "io/opener_registry.hpp"
 
 namespace dpipe::io {
 
@@ -11,12 +12,28 @@ OpenedFile open_http(const std::string& url, const HttpOptions& options, std::st
   auto source = std::make_unique<detail::HttpSource>(url, options);
   try {
     (void)source->start(0);
-  } catch (const detail::SourceFailure& failure) {
+  } catch (const SourceFailure& failure) {
     throw DataError(node, {.path = url}, failure.what());
   }
   std::string origin = detail::http_origin(url, options, source->length());
   return {url, std::move(origin), std::move(source)};
 }
+
+namespace detail {
+
+void add_http_openers(const AddOpener& add) {
+  // read_from_http()'s origins, and URLs given as paths, with the default options.
+  const auto open = [](const std::string& origin, std::string_view node) {
+    if (!origin.starts_with("http[")) return open_http(origin, {}, node);
+    auto file = reopen_http(origin);
+    if (!file) throw malformed_origin(origin, "http", node);
+    return std::move(*file);
+  };
+  add("http", open);
+  add("https", open);
+}
+
+}  // namespace detail
 
 HttpReader::HttpReader(const IterPipe<std::string>& urls, HttpOptions options)
     : EachInput(kName, urls, options.on_error), options_(std::move(options)) {

@@ -180,6 +180,35 @@ TEST_CASE("read_from_http restores inside a body with a Range request and nothin
   }
 }
 
+TEST_CASE("open_files opens http URLs through the http opener", "[io][http][opener]") {
+  HttpServer server;
+  std::vector<std::string> expected;
+  const auto urls = serve_parts(server, 2, 3, expected,
+                                [](int file, int line) { return std::to_string(file) + "." + std::to_string(line); });
+  dpipe::testing::check_battery(
+      [&] {
+        return dpipe::iter::from(urls) | dpipe::io::open_files() | dpipe::io::readlines({}, dpipe::io::lines_only);
+      },
+      expected, std::nullopt);
+  auto file = dpipe::io::OpenedFile::open(urls[0]);
+  CHECK(file.origin() ==
+        "http[length=12,max_bytes=0,connect_timeout_ms=30000,timeout_ms=60000,retries=3,retry_delay_ms=200]:" +
+            urls[0]);
+
+  SECTION("an origin as a checkpoint saved it reopens with a Range request") {
+    server.clear_log();
+    const std::string saved =
+        "http[length=12,max_bytes=0,connect_timeout_ms=1000,timeout_ms=1000,retries=0,retry_delay_ms=1,"
+        "header=9:X-Test: 1]:" +
+        urls[1];
+    auto reopened = dpipe::io::OpenedFile::reopen(saved, 8, "test");
+    CHECK(reopened.path() == urls[1]);
+    CHECK(reopened.origin() == saved);
+    CHECK(read_all(reopened, 64) == "1.2\n");
+    CHECK(ranges_asked(server, "/part-1.txt") == std::vector<std::optional<std::uint64_t>>{8});
+  }
+}
+
 TEST_CASE("read_from_http sends the extra headers again at a restore", "[io][http]") {
   HttpServer server;
   server.serve("/a.txt", "1\n2\n3\n");

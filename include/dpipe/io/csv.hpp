@@ -28,7 +28,7 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/io/csv_block.hpp>
 #include <dpipe/io/detail/csv_cursor.hpp>
-#include <dpipe/io/detail/file_reader.hpp>
+#include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/in_blocks.hpp>
 #include <dpipe/io/opened_file.hpp>
 #include <dpipe/io/with_path.hpp>

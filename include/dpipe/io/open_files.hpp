@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// `io::open_files(on_error)` (torchdata's FileOpener): opens each path for reading. dpipe reads
-/// bytes, as torchdata's mode "rb" does; readlines() and the parsers take care of line endings.
+/// `io::open_files(on_error)` (torchdata's FileOpener): opens each path for reading, a local file
+/// or a "<scheme>://" path through its scheme's opener (<dpipe/io/opener.hpp>). dpipe reads bytes,
+/// as torchdata's mode "rb" does; readlines() and the parsers take care of line endings.
 /// Stateless: a checkpoint is the position of the paths upstream.
 
 #include <memory>
@@ -16,7 +17,7 @@
 
 namespace dpipe::io {
 
-/// Opens each path; a path that cannot be opened is a DataError naming it, or, with
+/// Opens each path (OpenedFile::open); a path that cannot be opened is a DataError naming it, or, with
 /// `OnError::skip()`, a warning, a count in the node's statistics and the next path.
 /// Thread-safety: one iterating thread.
 class FileOpener final : public detail::EachInput<std::string, OpenedFile> {

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// dpipe::io::OpenedFile: a stream of bytes open for reading (a file, a decompressed file, an HTTP
-/// body), as `open_files()`, `decompress()` and `read_from_http()` yield it.
+/// body, a stream of a user's scheme), as `open_files()`, `decompress()` and `read_from_http()`
+/// yield it.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,9 +11,8 @@
 #include <string_view>
 
 namespace dpipe::io {
-namespace detail {
+
 class ByteSource;
-}  // namespace detail
 
 /// A stream open for reading: its name (a path or a URL), where it comes from, its bytes and an
 /// offset. Move-only, and without a Serializer on purpose: an open stream never crosses to a
@@ -21,17 +21,20 @@ class ByteSource;
 /// restore. Thread-safety: one thread at a time.
 class OpenedFile {
  public:
-  /// Opens the file `path` for reading; DataError naming `node` and the path when it cannot (a
-  /// missing or unreadable file, a directory).
+  /// Opens `path` for reading: a "<scheme>://..." path ("https://host/a.txt", "mem://a") through
+  /// the opener registered for its scheme (<dpipe/io/opener.hpp>), any other path as a local file.
+  /// DataError naming `node` and the path when it cannot (a missing or unreadable file, a
+  /// directory, a scheme without an opener). Thread-safe.
   [[nodiscard]] static OpenedFile open(std::string path, std::string_view node = "open_files");
 
-  /// Opens the stream a checkpoint saved as `origin` again and moves it to `offset`: a file
-  /// seeks there, a decompressed or HTTP stream reads up to it. DataError naming `node` when it
-  /// cannot (the stream is gone or shorter than `offset`).
+  /// Opens the stream a checkpoint saved as `origin` again, through the opener registered for the
+  /// origin's scheme, and moves it to `offset`: a file seeks there, a decompressed or HTTP stream
+  /// reads up to it. DataError naming `node` when it cannot (a scheme without an opener, the
+  /// stream is gone or shorter than `offset`). Thread-safe.
   [[nodiscard]] static OpenedFile reopen(const std::string& origin, std::uint64_t offset, std::string_view node);
 
   /// A stream named `path` in errors, opened again from `origin` at a restore (see reopen()).
-  OpenedFile(std::string path, std::string origin, std::unique_ptr<detail::ByteSource> source) noexcept;
+  OpenedFile(std::string path, std::string origin, std::unique_ptr<ByteSource> source) noexcept;
 
   OpenedFile(OpenedFile&& other) noexcept;
   OpenedFile& operator=(OpenedFile&& other) noexcept;
@@ -41,8 +44,9 @@ class OpenedFile {
 
   /// The file's path, or the URL.
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
-  /// How to open this stream again: "file:<path>", "http:<url>", "<format>:<inner origin>" for a
-  /// decompressed stream. What readers save in a checkpoint, with offset().
+  /// How to open this stream again, starting with its scheme: "file:<path>", "http[<settings>]:<url>",
+  /// "<format>[<max_bytes>]:<inner origin>" for a decompressed stream, what a user's opener makes.
+  /// What readers save in a checkpoint, with offset().
   [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
   /// The offset of the next byte read() returns (in the decompressed bytes of a compressed file).
   [[nodiscard]] std::uint64_t offset() const noexcept { return offset_; }
@@ -59,7 +63,7 @@ class OpenedFile {
  private:
   std::string path_;
   std::string origin_;
-  std::unique_ptr<detail::ByteSource> source_;
+  std::unique_ptr<ByteSource> source_;
   std::uint64_t offset_ = 0;
 };
 

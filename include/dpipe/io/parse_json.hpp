@@ -18,8 +18,8 @@
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/io/detail/each_input.hpp>
-#include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
+#include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/opened_file.hpp>
 #include <dpipe/io/with_path.hpp>
@@ -86,9 +86,9 @@ class JsonDecoder {
 /// included. Checkpoint state: the file being read, the byte offset of its next line and its line
 /// count; a restore reopens that one file there. Thread-safety: one iterating thread.
 template <class Out>
-class JsonLinesParser final : public detail::FileReader<Out, detail::LineCursor> {
+class JsonLinesParser final : public FileReader<Out, detail::LineCursor> {
   static_assert(std::is_same_v<Out, Json> || std::is_same_v<Out, PathJson>);
-  using Base = detail::FileReader<Out, detail::LineCursor>;
+  using Base = FileReader<Out, detail::LineCursor>;
 
  public:
   static constexpr std::string_view kName = "parse_jsonl";

@@ -19,8 +19,8 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
+#include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/in_blocks.hpp>
 #include <dpipe/io/line_block.hpp>
 #include <dpipe/io/opened_file.hpp>

@@ -20,8 +20,8 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_pipe.hpp>
-#include <dpipe/io/detail/file_reader.hpp>
 #include <dpipe/io/detail/record_cursor.hpp>
+#include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/opened_file.hpp>
 
 namespace dpipe::io {
@@ -67,9 +67,9 @@ namespace detail {
 /// Errors name the file, the record's byte offset and its number in the file (from 1).
 /// Thread-safety: one iterating thread.
 template <class Out>
-class TFRecordReader final : public detail::FileReader<Out, detail::RecordCursor> {
+class TFRecordReader final : public FileReader<Out, detail::RecordCursor> {
   static_assert(std::is_same_v<Out, std::string> || std::is_same_v<Out, TFExample>);
-  using Base = detail::FileReader<Out, detail::RecordCursor>;
+  using Base = FileReader<Out, detail::RecordCursor>;
 
  public:
   static constexpr std::string_view kRecordsName = "tfrecord_records";

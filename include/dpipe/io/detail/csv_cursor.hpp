@@ -12,7 +12,7 @@
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/io/csv_block.hpp>
-#include <dpipe/io/detail/file_cursor.hpp>
+#include <dpipe/io/file_cursor.hpp>
 
 namespace dpipe::io::detail {
 

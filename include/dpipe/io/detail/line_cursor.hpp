@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include <dpipe/io/detail/file_cursor.hpp>
+#include <dpipe/io/file_cursor.hpp>
 
 namespace dpipe::io::detail {
 

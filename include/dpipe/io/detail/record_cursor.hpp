@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include <dpipe/core/error.hpp>
-#include <dpipe/io/detail/file_cursor.hpp>
+#include <dpipe/io/file_cursor.hpp>
 
 namespace dpipe::io::detail {
 

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// FileReader: the loop the per-file readers (readlines, parse_csv and its kin, parse_jsonl,
-/// tfrecord_records, load_from_tfrecord) share.
+/// dpipe::io::FileReader: the base of a node that reads a format file by file: readlines,
+/// parse_csv and its kin, parse_jsonl, tfrecord_records, load_from_tfrecord, and a user's own
+/// format (docs/writing-nodes.md#a-format-node).
 
 #include <cstdint>
 #include <optional>
@@ -16,13 +17,15 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/io/opened_file.hpp>
 
-namespace dpipe::io::detail {
+namespace dpipe::io {
 
-/// Takes the files of its source one after the other and reads each through a Cursor (a
-/// FileCursor: LineCursor, CsvCursor, RecordCursor); the derived node makes its elements in
-/// read_next(). A DataError raises, or with OnError::skip is logged and counted, and only the bad
-/// unit is lost (a read error loses the rest of its file: the cursor closed it). Checkpoint state:
-/// the cursor's position, the derived node's own fields (save_more), the skipped count.
+/// Takes the files of its source one after the other and reads each through a Cursor (a class
+/// derived from FileCursor, which reads the format's units); the derived node makes its elements
+/// in read_next() and implements clone_self() (and settings() when it has options). A DataError
+/// from read_next() raises, or with OnError::skip is logged and counted, and only the bad unit is
+/// lost (a read error loses the rest of its file: the cursor closed it). Checkpoint state: the
+/// cursor's position (the file's origin and the offset of its next unit), the derived node's own
+/// fields (save_more), the skipped count; a restore reopens that one file there.
 /// Thread-safety: one iterating thread.
 template <class Out, class Cursor>
 class FileReader : public IterDataPipe<Out> {
@@ -49,7 +52,8 @@ class FileReader : public IterDataPipe<Out> {
       : IterDataPipe<Out>(std::string(name)), cursor_(std::move(cursor)), files_(files.ptr()), skipper_(on_error) {}
 
   /// The next element of the file cursor_ reads, or std::nullopt when that file ended (the cursor
-  /// closed it). Throws DataError for a bad unit.
+  /// closed it). Throws DataError for a bad unit, with the cursor past it or closed: the next call
+  /// must not meet the same bytes again.
   virtual std::optional<Out> read_next() = 0;
   /// Forgets what the node kept of the file it read last: a new file starts, or a new epoch.
   virtual void forget_file() {}
@@ -94,4 +98,4 @@ class FileReader : public IterDataPipe<Out> {
   dpipe::detail::ElementSkipper skipper_;
 };
 
-}  // namespace dpipe::io::detail
+}  // namespace dpipe::io

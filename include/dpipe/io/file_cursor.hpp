@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// FileCursor: what the cursors of the per-file readers (lines, CSV rows, TFRecord records) share:
-/// the file being read, a buffer of its bytes, where the next unit starts, and their checkpoint.
+/// dpipe::io::FileCursor: the base of a format's cursor (lines, CSV rows, TFRecord records, a
+/// user's own records): the file being read, a buffer of its bytes, where the next unit starts,
+/// and their checkpoint (docs/writing-nodes.md#a-format-node).
 
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +15,7 @@
 #include <dpipe/io/opened_file.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
-namespace dpipe::io::detail {
+namespace dpipe::io {
 
 /// Where a cursor is: what its checkpoint holds ("position").
 struct FilePosition {
@@ -26,8 +27,13 @@ struct FilePosition {
 };
 
 /// Reads one file at a time into a buffer: bytes [begin_, end_) of buffer_ are read and not yet
-/// consumed, and count_ counts the units the derived cursor consumed. A restore reopens the saved
-/// file at the saved offset and reads nothing before it. Thread-safety: one thread.
+/// consumed, and count_ counts the units the derived cursor consumed. A derived cursor reads a
+/// unit with read_more() until it is buffered, consumes it by moving begin_ past it (and counting
+/// it), and close()s the file at its end. A unit it cannot read is a DataError naming path() and
+/// the unit's offset (next_offset() before it consumes it); when the file cannot go on past it
+/// (its framing broke, it ends inside a unit), it close()s the file first. A checkpoint saves the
+/// file's origin and next_offset(); a restore reopens the file there (OpenedFile::reopen) and
+/// reads nothing before it. Thread-safety: one thread.
 class FileCursor {
  public:
   /// Whether a file is being read.
@@ -70,4 +76,4 @@ class FileCursor {
   bool at_end_ = false;      // the file has no bytes beyond end_
 };
 
-}  // namespace dpipe::io::detail
+}  // namespace dpipe::io

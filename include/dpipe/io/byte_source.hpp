@@ -1,13 +1,13 @@
 #pragma once
 /// \file
-/// ByteSource: the bytes behind an io::OpenedFile (a file descriptor, a decompressor, an HTTP
-/// body). Implemented in src/io; users see only OpenedFile.
+/// dpipe::io::ByteSource: the bytes behind an io::OpenedFile (a file descriptor, a decompressor, an
+/// HTTP body, or a stream of a user's own scheme: see <dpipe/io/opener.hpp>).
 
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
-namespace dpipe::io::detail {
+namespace dpipe::io {
 
 /// A source's failure to deliver bytes; OpenedFile turns it into a DataError naming the node, the
 /// stream and the offset. The message is the reason ("cannot read: Input/output error").
@@ -16,7 +16,8 @@ class SourceFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A stream of bytes read front to back. Thread-safety: one thread at a time.
+/// A stream of bytes read front to back, owned by the OpenedFile made with it. Thread-safety: one
+/// thread at a time.
 class ByteSource {
  public:
   ByteSource() = default;
@@ -32,4 +33,4 @@ class ByteSource {
   virtual bool seek(std::uint64_t /*offset*/) { return false; }
 };
 
-}  // namespace dpipe::io::detail
+}  // namespace dpipe::io
