@@ -148,7 +148,7 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
   dispatched_ = plan.dispatched;
   placeholder_ = split.placeholder;
 
-  merge_ = plan.receiver(branch_, group_->merge(), "merge_workers");
+  merge_ = plan.passing().receiver(branch_, group_->merge(), "merge_workers");
   end_ = branch_ == graph ? merge_ : graph::replace_dp(graph::traverse_dps(graph), branch_, merge_).root();
   return end_;
 }

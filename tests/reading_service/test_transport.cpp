@@ -1,6 +1,6 @@
-// The shared-memory transport of MultiProcessingReadingService, driven by threads instead of
-// processes so that ThreadSanitizer can watch it: rings, blocking writes and reads, records in
-// parts, the cyclic merge, errors, reset markers and drained checkpoints.
+// The element transport (src/transport/), driven by threads instead of processes so that
+// ThreadSanitizer can watch it: rings, blocking writes and reads, records in parts, the cyclic
+// merge and its order, errors, reset markers, drained checkpoints, and the two ways elements pass.
 
 #include <algorithm>
 #include <cstdint>
@@ -14,25 +14,28 @@
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/state.hpp>
+#include <dpipe/dpipe.hpp>
 
-#include "reading_service/multiprocessing/transport/error_report.hpp"
-#include "reading_service/multiprocessing/transport/record_merge.hpp"
-#include "reading_service/multiprocessing/transport/record_stream.hpp"
-#include "reading_service/multiprocessing/transport/ring_sink.hpp"
+#include "support/battery.hpp"
+#include "transport/element_passing.hpp"
+#include "transport/error_report.hpp"
+#include "transport/record_merge.hpp"
+#include "transport/record_stream.hpp"
+#include "transport/ring_sink.hpp"
 
 namespace {
 
-using dpipe::detail::mp::Bell;
-using dpipe::detail::mp::Endpoint;
-using dpipe::detail::mp::ErrorReport;
-using dpipe::detail::mp::Liveness;
-using dpipe::detail::mp::marker_payload;
-using dpipe::detail::mp::RecordKind;
-using dpipe::detail::mp::RecordMerge;
-using dpipe::detail::mp::RingHeader;
-using dpipe::detail::mp::RingMemory;
-using dpipe::detail::mp::RingSink;
-using dpipe::detail::mp::StreamLink;
+using dpipe::detail::transport::Bell;
+using dpipe::detail::transport::Endpoint;
+using dpipe::detail::transport::ErrorReport;
+using dpipe::detail::transport::Liveness;
+using dpipe::detail::transport::marker_payload;
+using dpipe::detail::transport::RecordKind;
+using Merge = dpipe::detail::transport::RecordMerge<dpipe::detail::transport::CyclicOrder>;
+using dpipe::detail::transport::RingHeader;
+using dpipe::detail::transport::RingMemory;
+using dpipe::detail::transport::RingSink;
+using dpipe::detail::transport::StreamLink;
 
 /// Threads never die here.
 struct AlwaysAlive final : Liveness {
@@ -54,7 +57,7 @@ struct SinkAndReader {
   Bell writer_bell;
   AlwaysAlive alive;
   RingSink sink{ring.memory(), Endpoint{&writer_bell, &alive, std::chrono::milliseconds(0)}, &reader_bell, "reader"};
-  dpipe::detail::mp::RingReader reader{ring.memory()};
+  dpipe::detail::transport::RingReader reader{ring.memory()};
 };
 
 /// A producer thread: `write` runs with a sink into `ring`, waking `reader`.
@@ -105,8 +108,8 @@ TEST_CASE("transport: a small ring carries elements of every size in order / lon
   });
   std::vector<StreamLink> inputs{StreamLink{ring.memory(), &producer->bell(), nullptr, "producer"}};
   AlwaysAlive alive;
-  RecordMerge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
-                    [] { return std::uint64_t{1}; });
+  Merge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
+              [] { return std::uint64_t{1}; });
   merge.reset();
   std::size_t received = 0;
   while (auto bytes = merge.next()) {
@@ -147,8 +150,8 @@ TEST_CASE("transport: a writer's reader batch replaces what a starving reader as
   // A worker with small elements lets the main process sleep through a longer run than the reader
   // asks for, and one near its prefetch counts wakes it after fewer.
   TestRing ring(4096);
-  dpipe::detail::mp::RingWriter writer(ring.memory());
-  dpipe::detail::mp::RingReader reader(ring.memory());
+  dpipe::detail::transport::RingWriter writer(ring.memory());
+  dpipe::detail::transport::RingReader reader(ring.memory());
   const std::vector<std::byte> payload(8);
   const auto write_one = [&] { REQUIRE(writer.try_write(RecordKind::kElement, payload)); };
   write_one();  // released below, so that the reader's count starts above zero
@@ -181,12 +184,15 @@ TEST_CASE("transport: a worker thread's sink counts what its elements in flight 
     sink.end_handle(held);
   };
   write_handle(1, 1000);  // not counted: counting starts with count_held_bytes()
+  CHECK_FALSE(sink.counts_held_bytes());
+  CHECK(sink.bytes_in_flight() == channel.sink.writer().bytes_in_flight());  // its records until then
   sink.count_held_bytes();
+  CHECK(sink.counts_held_bytes());
   write_handle(2, 10);
   write_handle(3, 20);
   write_handle(4, 30);
   sink.flush();
-  CHECK(sink.held_bytes_in_flight() == 60);
+  CHECK(sink.bytes_in_flight() == 60);
   const auto release_next = [&](std::int64_t expected_handle) {
     const auto record = reader.peek();
     REQUIRE(record);
@@ -194,21 +200,21 @@ TEST_CASE("transport: a worker thread's sink counts what its elements in flight 
     (void)reader.release(*record);
   };
   release_next(1);
-  CHECK(sink.held_bytes_in_flight() == 60);  // the uncounted element went first
+  CHECK(sink.bytes_in_flight() == 60);  // the uncounted element went first
   release_next(2);
-  CHECK(sink.held_bytes_in_flight() == 50);
+  CHECK(sink.bytes_in_flight() == 50);
   release_next(3);
   release_next(4);
-  CHECK(sink.held_bytes_in_flight() == 0);
+  CHECK(sink.bytes_in_flight() == 0);
   write_handle(5, 7);
-  CHECK(sink.held_bytes_in_flight() == 7);
+  CHECK(sink.bytes_in_flight() == 7);
 }
 
 TEST_CASE("transport: a waiting writer is woken when what it waits for is there / not on every release",
           "[mp][concurrency]") {
   TestRing ring(4096);
-  dpipe::detail::mp::RingWriter writer(ring.memory());
-  dpipe::detail::mp::RingReader reader(ring.memory());
+  dpipe::detail::transport::RingWriter writer(ring.memory());
+  dpipe::detail::transport::RingReader reader(ring.memory());
   const std::vector<std::byte> payload(800);  // records of 808 bytes
   for (int i = 0; i < 4; ++i) REQUIRE(writer.try_write(RecordKind::kElement, payload));
   const auto release_next = [&] {
@@ -231,8 +237,8 @@ TEST_CASE("transport: a waiting writer is woken when what it waits for is there 
 
   // At most 1 element or at most 1616 bytes (two records) in flight: the bytes come first.
   TestRing fresh(4096);
-  dpipe::detail::mp::RingWriter bytes_writer(fresh.memory());
-  dpipe::detail::mp::RingReader bytes_reader(fresh.memory());
+  dpipe::detail::transport::RingWriter bytes_writer(fresh.memory());
+  dpipe::detail::transport::RingReader bytes_reader(fresh.memory());
   for (int i = 0; i < 4; ++i) REQUIRE(bytes_writer.try_write(RecordKind::kElement, payload));
   CHECK(bytes_writer.bytes_in_flight() == 4 * 808);
   const auto release_bytes = [&] {
@@ -265,8 +271,8 @@ TEST_CASE("transport: a reader's first sleep is short / so an element published 
   CountingLiveness liveness;
   const Endpoint endpoint{&bell, &liveness, std::chrono::milliseconds(0)};
   int polls = 0;
-  endpoint.wait([&] { return ++polls == 3; }, [] { return std::string(); }, dpipe::detail::mp::Activity::kWaitingForRoom,
-                std::chrono::microseconds(200));
+  endpoint.wait([&] { return ++polls == 3; }, [] { return std::string(); },
+                dpipe::detail::transport::Activity::kWaitingForRoom, std::chrono::microseconds(200));
   CHECK(polls == 3);  // before and after announcing the sleep, then once after it
   CHECK(liveness.checks == 1);
   CHECK(liveness.thorough_checks == 0);  // woken by the first sleep's end, not by the liveness period
@@ -301,8 +307,8 @@ TEST_CASE("transport: the merge takes the writers in turn and skips those that e
       inputs.push_back(StreamLink{rings[w]->memory(), &producers[w]->bell(), nullptr, "writer " + std::to_string(w)});
     }
     AlwaysAlive alive;
-    RecordMerge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
-                      [] { return std::uint64_t{1}; });
+    Merge merge(std::move(inputs), Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)},
+                [] { return std::uint64_t{1}; });
     merge.reset();
     std::vector<std::int64_t> got;
     while (auto bytes = merge.next()) got.push_back(as_int(*bytes));
@@ -332,9 +338,9 @@ TEST_CASE("transport: records of an older epoch are dropped / an error follows w
                       dpipe::to_bytes(ErrorReport{"worker process 1", "std::out_of_range", "index 7"}));
   });
   AlwaysAlive alive;
-  RecordMerge merge({StreamLink{first.memory(), &stale.bell(), nullptr, "worker process 0"},
-                     StreamLink{second.memory(), &failing.bell(), nullptr, "worker process 1"}},
-                    Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
+  Merge merge({StreamLink{first.memory(), &stale.bell(), nullptr, "worker process 0"},
+               StreamLink{second.memory(), &failing.bell(), nullptr, "worker process 1"}},
+              Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
   merge.reset();
   std::vector<std::int64_t> got;
   try {
@@ -365,7 +371,7 @@ TEST_CASE("transport: a drained merge saves what it holds / and a fresh one cont
       sink.write_record(RecordKind::kPaused, marker_payload(9));
     });
     AlwaysAlive alive;
-    RecordMerge merge(
+    Merge merge(
         {StreamLink{ring_a.memory(), &a.bell(), nullptr, "a"}, StreamLink{ring_b.memory(), &b.bell(), nullptr, "b"}},
         Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
     merge.reset();
@@ -382,7 +388,7 @@ TEST_CASE("transport: a drained merge saves what it holds / and a fresh one cont
   TestRing empty(4096);
   Bell writer_bell;
   AlwaysAlive alive;
-  RecordMerge restored(
+  Merge restored(
       {StreamLink{empty.memory(), &writer_bell, nullptr, "a"}, StreamLink{empty.memory(), &writer_bell, nullptr, "b"}},
       Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
   restored.load_state(dpipe::StateReader(state, "merge"));
@@ -390,6 +396,90 @@ TEST_CASE("transport: a drained merge saves what it holds / and a fresh one cont
   std::vector<std::int64_t> rest;
   for (int i = 0; i < 6; ++i) rest.push_back(as_int(*restored.next()));
   CHECK(rest == std::vector<std::int64_t>{101, 2, 102, 3, 4, 5});
+}
+
+}  // namespace
+
+namespace {
+
+using dpipe::detail::transport::CyclicOrder;
+
+TEST_CASE("transport: the cyclic merge order skips ended inputs / and checkpoints its place", "[mp]") {
+  CyclicOrder order(3);
+  std::vector<std::size_t> taken;
+  const auto take = [&] {
+    const std::size_t input = order.next();
+    taken.push_back(input);
+    order.took(input);
+  };
+  take();
+  take();
+  order.ended(order.next());  // input 2 ends
+  take();
+  take();
+  CHECK(taken == std::vector<std::size_t>{0, 1, 0, 1});
+  CHECK(order.live() == 2);
+  CHECK(order.has_ended(2));
+  dpipe::StateStore store;
+  dpipe::StateWriter writer(store, "merge");
+  order.save_state(writer);
+  CyclicOrder restored(3);
+  restored.load_state(dpipe::StateReader(store, "merge"));
+  CHECK(restored.live() == 2);
+  CHECK(restored.next() == 0);
+  CHECK(restored.has_ended(2));
+  restored.reset();
+  CHECK(restored.live() == 3);
+  CHECK_FALSE(restored.has_ended(2));
+
+  CyclicOrder other(2);
+  CHECK_THROWS_MATCHES(other.load_state(dpipe::StateReader(store, "merge")), dpipe::StateError,
+                       Catch::Message("merge: the checkpoint merges 3 processes, this one 2"));
+  dpipe::StateStore far;
+  dpipe::StateWriter far_writer(far, "merge");
+  far_writer.write("cursor", std::uint64_t{7});
+  far_writer.write("exhausted", std::vector<bool>(3, false));
+  CHECK_THROWS_MATCHES(restored.load_state(dpipe::StateReader(far, "merge")), dpipe::StateError,
+                       Catch::Message("merge: merge position 7 out of range"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("transport: elements pass encoded or as handles through the same ring and merge", "[mp][concurrency]") {
+  using dpipe::detail::transport::ElementPassing;
+  const std::vector<std::string> words{"one", "two", std::string(5000, 'x'), "four"};
+  for (const ElementPassing* passing :
+       {&dpipe::detail::transport::encoded_elements(), &dpipe::detail::transport::element_handles()}) {
+    const bool handles = passing == &dpipe::detail::transport::element_handles();
+    const auto source = dpipe::iter::from(words);
+    const dpipe::DataPipePtr node = source.ptr();
+    CHECK((passing->handoff(node) != nullptr) == handles);
+    TestRing ring(1 << 16);
+    Bell reader_bell;
+    auto producer = std::make_unique<Producer>(ring, reader_bell, [&](RingSink& sink) {
+      sink.write_record(RecordKind::kResetAck, marker_payload(1));
+      source.node().reset();
+      CHECK(passing->encoder(node)->encode(10, sink) == words.size());
+      sink.write_record(RecordKind::kEnd, {});
+      sink.flush();
+    });
+    AlwaysAlive alive;
+    auto merge = std::make_shared<Merge>(
+        std::vector<StreamLink>{StreamLink{ring.memory(),
+                                           &producer->bell(),
+                                           nullptr,
+                                           "producer",
+                                           dpipe::detail::transport::Activity::kWaitingForDispatcher,
+                                           {},
+                                           passing->handoff(node)}},
+        Endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)}, [] { return std::uint64_t{1}; });
+    const auto received = dpipe::graph::as_iter<std::string>(passing->receiver(node, merge, "received"));
+    CHECK(received.node().name() == "received");
+    CHECK(dpipe::testing::collect(received) == words);
+    producer.reset();
+  }
 }
 
 }  // namespace

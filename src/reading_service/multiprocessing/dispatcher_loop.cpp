@@ -9,7 +9,7 @@
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
 
-#include "reading_service/multiprocessing/child_loop.hpp"
+#include "reading_service/multiprocessing/group_child.hpp"
 #include "reading_service/worker_context.hpp"
 
 namespace dpipe::detail::mp {
@@ -18,15 +18,15 @@ namespace {
 /// torchdata's round_robin_demux buffer: how far one worker may fall behind the others.
 constexpr std::size_t kBufferSize = 1000;
 
-class Dispatcher final : public ChildLoop {
+class Dispatcher final : public GroupChild {
  public:
   explicit Dispatcher(const ChildLaunch& launch)
-      : ChildLoop(launch, dispatcher_name(launch.plan->config), WorkerInfo{launch.plan->config.num_workers, 0},
+      : GroupChild(launch, dispatcher_name(launch.plan->config), WorkerInfo{launch.plan->config.num_workers, 0},
                   launch.plan->dispatched->element_type(), launch.pool->dispatcher(), launch.pool->dispatcher_control(),
                   launch.exceptions != nullptr ? &launch.exceptions[launch.plan->config.num_workers] : nullptr),
         reply_(launch.pool->reply_ring(), endpoint_, &launch.pool->main_bell(), "the main process") {
     const std::uint64_t budget = std::max<std::size_t>(1, plan_.config.worker_prefetch_cnt);
-    const ElementHandoff* handoff = plan_.handoff(plan_.dispatched);
+    const ElementHandoff* handoff = plan_.passing().handoff(plan_.dispatched);
     for (std::size_t w = 0; w < info_.num_workers; ++w) {
       outlets_.push_back(std::make_unique<RingSink>(launch.pool->dispatch_ring(w), endpoint_,
                                                     &launch.pool->worker(w).bell, worker_name(plan_.config, w),

@@ -14,17 +14,25 @@
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 
-namespace dpipe {
-class ElementHandoff;
-class ElementEncoder;
-class RecordSource;
-}  // namespace dpipe
+#include "transport/element_passing.hpp"
+#include "transport/merge_order.hpp"
 
-namespace dpipe::detail::mp {
-
+namespace dpipe::detail::transport {
 class ChildBody;
 class ExceptionSlot;
 class SharedPool;
+template <class Order>
+class RecordMerge;
+}  // namespace dpipe::detail::transport
+
+namespace dpipe::detail::mp {
+
+// The service is built on the element transport (src/transport/): its wing names the transport's
+// parts unqualified.
+using namespace transport;  // NOLINT(google-build-using-namespace)
+
+/// How the main process reads its workers, and a worker its dispatching child: in turn.
+using WorkerMerge = RecordMerge<CyclicOrder>;
 
 /// A worker may run ahead of its prefetch counts while the elements in flight take less than
 /// this: small elements (a line, a few numbers) then cross in runs of hundreds, with one wake-up
@@ -55,14 +63,11 @@ struct GroupPlan {
   DataPipePtr branch;      // each worker runs a copy (its memory image, or a clone for a thread) of this graph
   DataPipePtr dispatched;  // the root of the dispatching process's graph; or null
 
-  /// How the elements of `node` (the branch's or the dispatched branch's root) leave the child
-  /// that makes them: encoded for processes, as handles for threads.
-  [[nodiscard]] std::unique_ptr<ElementEncoder> encoder(const DataPipePtr& node) const;
-  /// The node named `name` that yields `node`'s elements from `source` where they arrive.
-  [[nodiscard]] DataPipePtr receiver(const DataPipePtr& node, std::shared_ptr<RecordSource> source,
-                                     std::string name) const;
-  /// The handles of `node`'s element type for threads; null for processes.
-  [[nodiscard]] const ElementHandoff* handoff(const DataPipePtr& node) const;
+  /// How elements leave the children and reach their readers: encoded between processes, as
+  /// handles between threads.
+  [[nodiscard]] const ElementPassing& passing() const noexcept {
+    return config.threads ? element_handles() : encoded_elements();
+  }
 };
 
 /// A checkpoint of the processes: the epoch counter and each child's fields (StateStore::to_bytes).

@@ -10,9 +10,9 @@
 
 #include <dpipe/core/error.hpp>
 
-#include "reading_service/multiprocessing/protocol.hpp"
-#include "reading_service/multiprocessing/transport/child_threads.hpp"
-#include "reading_service/multiprocessing/transport/children.hpp"
+#include "transport/child_protocol.hpp"
+#include "transport/child_threads.hpp"
+#include "transport/children.hpp"
 
 namespace dpipe::detail::mp {
 namespace {
@@ -147,7 +147,7 @@ ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
     dispatcher_replies_.emplace(
         StreamLink{pool_.reply_ring(), &pool_.dispatcher().bell, nullptr, dispatcher_name(plan_.config)});
   }
-  const ElementHandoff* handoff = plan_.handoff(plan_.branch);
+  const ElementHandoff* handoff = plan_.passing().handoff(plan_.branch);
   std::vector<StreamLink> inputs;
   for (std::size_t w = 0; w < workers; ++w) {
     // The merge may outlive this group: the description reads the resources it keeps alive.
@@ -160,7 +160,7 @@ ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
                                 handoff, exceptions != nullptr ? &exceptions[w] : nullptr});
   }
   // The merge may outlive this group (the main process's graph holds it): it keeps the resources.
-  merge_ = std::make_shared<RecordMerge>(
+  merge_ = std::make_shared<WorkerMerge>(
       std::move(inputs), endpoint(), [resources = resources_.get()] { return resources->generation; }, resources_);
   if (restored == nullptr) return;
   try {

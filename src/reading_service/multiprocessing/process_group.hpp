@@ -13,11 +13,11 @@
 #include <dpipe/random/seed_generator.hpp>
 
 #include "reading_service/multiprocessing/plan.hpp"
-#include "reading_service/multiprocessing/transport/crew.hpp"
-#include "reading_service/multiprocessing/transport/error_report.hpp"
-#include "reading_service/multiprocessing/transport/record_merge.hpp"
-#include "reading_service/multiprocessing/transport/record_stream.hpp"
-#include "reading_service/multiprocessing/transport/shared_pool.hpp"
+#include "transport/crew.hpp"
+#include "transport/error_report.hpp"
+#include "transport/record_merge.hpp"
+#include "transport/record_stream.hpp"
+#include "transport/shared_pool.hpp"
 
 namespace dpipe::detail::mp {
 
@@ -34,7 +34,7 @@ class ProcessGroup {
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
   /// The main process's reader of the workers' elements.
-  [[nodiscard]] const std::shared_ptr<RecordMerge>& merge() const noexcept { return merge_; }
+  [[nodiscard]] const std::shared_ptr<WorkerMerge>& merge() const noexcept { return merge_; }
 
   /// Starts epoch e (from 0): worker w is seeded with `epoch_seeds.spawn(w + N * e)`, the
   /// dispatching process with `epoch_seeds.spawn(0).spawn(0)` past e epochs' draws. When the
@@ -86,7 +86,7 @@ class ProcessGroup {
   Crew& crew_;
   std::uint64_t& generation_;
   std::vector<RingWriter> controls_;  // one per worker, then the dispatcher's
-  std::shared_ptr<RecordMerge> merge_;
+  std::shared_ptr<WorkerMerge> merge_;
   std::optional<RecordStream> dispatcher_replies_;
   std::uint64_t request_ = 0;
   bool stopped_ = false;

@@ -14,9 +14,9 @@
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
 
-#include "reading_service/multiprocessing/child_loop.hpp"
-#include "reading_service/multiprocessing/transport/record_merge.hpp"
+#include "reading_service/multiprocessing/group_child.hpp"
 #include "reading_service/worker_context.hpp"
+#include "transport/record_merge.hpp"
 
 namespace dpipe::detail::mp {
 namespace {
@@ -29,10 +29,10 @@ constexpr std::uint64_t kMaxReaderBatch = 64;
 static_assert(kUnknownHeldBytes > kSmallElementsBytes,
               "a thread's elements without a Serializer must keep to the prefetch counts");
 
-class Worker final : public ChildLoop {
+class Worker final : public GroupChild {
  public:
   explicit Worker(const ChildLaunch& launch)
-      : ChildLoop(launch, worker_name(launch.plan->config, launch.worker_id),
+      : GroupChild(launch, worker_name(launch.plan->config, launch.worker_id),
                   WorkerInfo{launch.plan->config.num_workers, launch.worker_id}, launch.plan->branch->element_type(),
                   launch.pool->worker(launch.worker_id), launch.pool->worker_control(launch.worker_id),
                   launch.exceptions != nullptr ? &launch.exceptions[launch.worker_id] : nullptr),
@@ -40,7 +40,7 @@ class Worker final : public ChildLoop {
         budget_(std::max<std::size_t>(
             1, plan_.config.worker_prefetch_cnt +
                    (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)) {
-    if (plan_.config.threads) sink_.count_held_bytes();
+    if (plan_.passing().handoff(plan_.branch) != nullptr) sink_.count_held_bytes();
     sink_.writer().set_reader_batch(budget_ / 2 + 1);
     start([&] { build_graph(launch); },
           launch.restored != nullptr ? &launch.restored->workers.at(info_.worker_id) : nullptr);
@@ -53,7 +53,7 @@ class Worker final : public ChildLoop {
     if (plan_.dispatched) {
       const SharedPool& pool = *launch.pool;
       const std::size_t w = info_.worker_id;
-      feed_ = std::make_shared<RecordMerge>(
+      feed_ = std::make_shared<WorkerMerge>(
           std::vector<StreamLink>{
               StreamLink{pool.dispatch_ring(w),
                          &pool.dispatcher().bell,
@@ -61,10 +61,10 @@ class Worker final : public ChildLoop {
                          dispatcher_name(plan_.config),
                          Activity::kWaitingForDispatcher,
                          {},
-                         plan_.handoff(plan_.dispatched),
+                         plan_.passing().handoff(plan_.dispatched),
                          launch.exceptions != nullptr ? &launch.exceptions[info_.num_workers] : nullptr}},
           endpoint_, [this] { return progress_.generation; });
-      auto receiver = plan_.receiver(plan_.dispatched, feed_, "from_dispatcher");
+      auto receiver = plan_.passing().receiver(plan_.dispatched, feed_, "from_dispatcher");
       const auto placeholders = graph::find_dps<PlaceholderTag>(graph::traverse_dps(root_));
       if (placeholders.size() != 1) {
         DPIPE_THROW(Error, "dpipe internal error: the branch holds {} placeholders for the dispatched branch",
@@ -90,20 +90,15 @@ class Worker final : public ChildLoop {
   [[nodiscard]] bool has_room() override {
     return sink_.writer().elements_in_flight() < budget_ || small_elements_room() > 0;
   }
-  /// What the elements in flight take: their records in a worker process's ring; what they hold,
-  /// by their estimates, for a worker thread, whose ring holds handles.
-  [[nodiscard]] std::uint64_t bytes_in_flight() {
-    return plan_.config.threads ? sink_.held_bytes_in_flight() : sink_.writer().bytes_in_flight();
-  }
   /// The bytes the allowance for small elements still has room for.
   [[nodiscard]] std::uint64_t small_elements_room() {
-    const std::uint64_t bytes = bytes_in_flight();
+    const std::uint64_t bytes = sink_.bytes_in_flight();
     return bytes < kSmallElementsBytes ? kSmallElementsBytes - bytes : 0;
   }
   /// The average size (at least 1) of the elements in flight, of which there were `in_flight`
   /// when the caller looked (the main process may have read some since), or 0 when none was.
   [[nodiscard]] std::uint64_t average_in_flight(std::uint64_t in_flight) {
-    return in_flight == 0 ? 0 : std::max<std::uint64_t>(1, bytes_in_flight() / in_flight);
+    return in_flight == 0 ? 0 : std::max<std::uint64_t>(1, sink_.bytes_in_flight() / in_flight);
   }
 
   void produce() override {
@@ -145,7 +140,7 @@ class Worker final : public ChildLoop {
       sink_.writer().clear_wake();
       return;
     }
-    if (!plan_.config.threads) {
+    if (!sink_.counts_held_bytes()) {
       sink_.writer().request_wake_for_elements(budget_ / 2, kSmallElementsBytes / 2);
       return;
     }
@@ -159,7 +154,7 @@ class Worker final : public ChildLoop {
 
   RingSink sink_;
   std::size_t budget_;
-  std::shared_ptr<RecordMerge> feed_;  // from the dispatching process, if one runs
+  std::shared_ptr<WorkerMerge> feed_;  // from the dispatching process, if one runs
 };
 
 }  // namespace

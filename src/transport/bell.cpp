@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 namespace {
 
 /// The futex word: the sequence counter's object representation (std::atomic<uint32_t> is a plain
@@ -33,4 +33,4 @@ void Bell::wait(std::uint32_t key, std::chrono::nanoseconds timeout) noexcept {
 
 void Bell::wake() noexcept { syscall(SYS_futex, word(sequence_), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -9,7 +9,7 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/type_name.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 ErrorReport report_current_exception(const std::string& where) {
   try {
@@ -29,4 +29,4 @@ void throw_worker_error(const ErrorReport& report) {
                     fmt::format("Caught {} in {}.\nOriginal message: {}", report.type, report.where, report.message));
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -1,8 +1,8 @@
 #pragma once
-// RecordMerge: the RecordSource behind a decoding node. In the main process it merges the workers'
-// data rings, strictly cyclic over the live workers in worker-id order (torchdata v0.6.1's order:
-// an exhausted worker is skipped, so shards of any sizes merge without loss). In a worker it reads
-// the one ring the dispatching process feeds. Private to the library.
+// RecordMerge: the RecordSource behind a receiving node: it reads the rings of the children that
+// feed it, in the order its Order parameter (merge_order.hpp) says. MultiProcessingReadingService's
+// main process merges its workers' data rings in CyclicOrder; a worker reads the one ring its
+// dispatching child feeds. Private to the library.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,11 +15,12 @@
 
 #include <dpipe/core/element_codec.hpp>
 
-#include "reading_service/multiprocessing/transport/endpoint.hpp"
-#include "reading_service/multiprocessing/transport/error_report.hpp"
-#include "reading_service/multiprocessing/transport/record_stream.hpp"
+#include "transport/endpoint.hpp"
+#include "transport/error_report.hpp"
+#include "transport/merge_order.hpp"
+#include "transport/record_stream.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// Where a process that feeds a merge stands in its restored epoch, as it says itself.
 struct RestoredInput {
@@ -27,8 +28,10 @@ struct RestoredInput {
   bool failed = false;  // it wrote an error
 };
 
-/// Thread-safety: one thread (the one iterating the decoding node, or the main thread while that
+/// Merges its inputs in the order `Order` (merge_order.hpp) gives. Compiled for CyclicOrder.
+/// Thread-safety: one thread (the one iterating the receiving node, or the main thread while that
 /// node is paused).
+template <class Order>
 class RecordMerge final : public RecordSource {
  public:
   /// `generation` tells reset() which epoch's records to expect (the kResetAck markers); `owner` keeps
@@ -60,19 +63,16 @@ class RecordMerge final : public RecordSource {
   RecordKind read_reply(std::size_t input, std::vector<std::byte>& payload);
 
  private:
-  void advance() noexcept { cursor_ = (cursor_ + 1) % inputs_.size(); }
   void release_held();
   /// Throws StateError when the loaded state disagrees with expected_inputs_ (then cleared).
   void check_restored_inputs(const std::string& scope);
 
   std::shared_ptr<const void> owner_;
   std::vector<RecordStream> inputs_;
-  std::vector<bool> exhausted_;
+  Order order_;
   Endpoint endpoint_;
   std::function<std::uint64_t()> generation_;
   std::uint64_t expected_ = 0;
-  std::size_t cursor_ = 0;
-  std::size_t live_ = 0;
   RecordStream* held_ = nullptr;  // whose ring record next() returned; released at the next call
   RecordStream::Piece held_piece_;
   std::vector<std::byte> buffer_;  // an element joined from parts or taken from what was stored
@@ -81,4 +81,4 @@ class RecordMerge final : public RecordSource {
   std::vector<RestoredInput> expected_inputs_;  // for the next load_state(), if any
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -15,10 +15,10 @@
 #include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/element_handoff.hpp>
 
-#include "reading_service/multiprocessing/transport/endpoint.hpp"
-#include "reading_service/multiprocessing/transport/ring.hpp"
+#include "transport/endpoint.hpp"
+#include "transport/ring.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// Thread-safety: one producer thread.
 class RingSink final : public ElementSink, private ByteSink {
@@ -42,11 +42,13 @@ class RingSink final : public ElementSink, private ByteSink {
   /// was called.
   void end_handle(std::uint64_t held_bytes) override;
 
-  /// From now on, counts what the handed-over elements in flight hold (held_bytes_in_flight()):
-  /// a worker thread's sink, whose ring holds handles and says nothing of the elements' size.
+  /// From now on, counts what the handed-over elements in flight hold, by their end_handle()
+  /// counts: a sink of handles, whose ring says nothing of the elements' size.
   void count_held_bytes() noexcept { counting_held_ = true; }
-  /// What the elements in flight hold, by their end_handle() counts.
-  [[nodiscard]] std::uint64_t held_bytes_in_flight();
+  [[nodiscard]] bool counts_held_bytes() const noexcept { return counting_held_; }
+  /// What the elements in flight take: what they hold once count_held_bytes() was called, else
+  /// their records in the ring.
+  [[nodiscard]] std::uint64_t bytes_in_flight();
 
   /// Writes a whole record, in several parts when it is longer than one record holds.
   void write_record(RecordKind kind, std::span<const std::byte> payload);
@@ -120,4 +122,4 @@ class RingSink final : public ElementSink, private ByteSink {
   std::uint64_t held_total_ = 0;    // their sum
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

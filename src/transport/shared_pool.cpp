@@ -10,7 +10,7 @@
 
 #include <dpipe/core/error.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 namespace {
 
 constexpr std::size_t kLine = 64;
@@ -95,4 +95,4 @@ RingMemory SharedPool::reply_ring() const noexcept {
               sizes_.reply_ring);
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -1,4 +1,4 @@
-// RecordMerge.
+// RecordMerge, compiled for the merge orders services use.
 
 #include "record_merge.hpp"
 
@@ -7,38 +7,37 @@
 
 #include <dpipe/core/error.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
-RecordMerge::RecordMerge(std::vector<StreamLink> inputs, Endpoint endpoint, std::function<std::uint64_t()> generation,
-                         std::shared_ptr<const void> owner)
-    : owner_(std::move(owner)), endpoint_(endpoint), generation_(std::move(generation)) {
+template <class Order>
+RecordMerge<Order>::RecordMerge(std::vector<StreamLink> inputs, Endpoint endpoint,
+                                std::function<std::uint64_t()> generation, std::shared_ptr<const void> owner)
+    : owner_(std::move(owner)), order_(inputs.size()), endpoint_(endpoint), generation_(std::move(generation)) {
   inputs_.reserve(inputs.size());
   for (auto& link : inputs) inputs_.emplace_back(std::move(link));
-  exhausted_.assign(inputs_.size(), false);
-  live_ = inputs_.size();
 }
 
-RecordMerge::~RecordMerge() {
+template <class Order>
+RecordMerge<Order>::~RecordMerge() {
   release_held();
   for (auto& input : inputs_) input.discard_remaining();
 }
 
-void RecordMerge::release_held() {
+template <class Order>
+void RecordMerge<Order>::release_held() {
   if (held_ == nullptr) return;
   held_->release_piece(held_piece_);
   held_ = nullptr;
 }
 
-std::optional<std::span<const std::byte>> RecordMerge::next() {
+template <class Order>
+std::optional<std::span<const std::byte>> RecordMerge<Order>::next() {
   release_held();
   if (failure_) throw_worker_error(*failure_);
   drained_ = false;
-  while (live_ > 0) {
-    RecordStream& input = inputs_[cursor_];
-    if (exhausted_[cursor_]) {
-      advance();
-      continue;
-    }
+  while (order_.live() > 0) {
+    const std::size_t index = order_.next();
+    RecordStream& input = inputs_[index];
     const auto piece = input.take(endpoint_, expected_, buffer_);
     switch (piece.kind) {
       case RecordKind::kElement:
@@ -46,13 +45,11 @@ std::optional<std::span<const std::byte>> RecordMerge::next() {
           held_ = &input;
           held_piece_ = piece;
         }
-        advance();
+        order_.took(index);
         return piece.bytes;
       case RecordKind::kEnd:
         input.release_piece(piece);
-        exhausted_[cursor_] = true;
-        --live_;
-        advance();
+        order_.ended(index);
         continue;
       case RecordKind::kError:
         failure_ = from_bytes<ErrorReport>(piece.bytes);
@@ -67,67 +64,62 @@ std::optional<std::span<const std::byte>> RecordMerge::next() {
   return std::nullopt;
 }
 
-void RecordMerge::reset() {
+template <class Order>
+void RecordMerge<Order>::reset() {
   release_held();
   expected_ = generation_();
   for (auto& input : inputs_) input.reset();
-  exhausted_.assign(inputs_.size(), false);
-  cursor_ = 0;
-  live_ = inputs_.size();
+  order_.reset();
   failure_.reset();
   drained_ = false;
 }
 
-void RecordMerge::drain_until_paused(std::uint64_t request) {
+template <class Order>
+void RecordMerge<Order>::drain_until_paused(std::uint64_t request) {
   release_held();
   for (auto& input : inputs_) input.drain_until_paused(endpoint_, expected_, request);
   drained_ = true;
 }
 
-RecordKind RecordMerge::read_reply(std::size_t input, std::vector<std::byte>& payload) {
+template <class Order>
+RecordKind RecordMerge<Order>::read_reply(std::size_t input, std::vector<std::byte>& payload) {
   drained_ = true;
   return inputs_.at(input).read_reply(endpoint_, payload);
 }
 
-void RecordMerge::save_state(StateWriter& writer) const {
+template <class Order>
+void RecordMerge<Order>::save_state(StateWriter& writer) const {
   if (!drained_ || held_ != nullptr) {
     DPIPE_THROW(StateError,
                 "the merge of the worker processes is running: save a checkpoint through DataLoader2::state_dict(), "
                 "which pauses the workers first");
   }
   if (failure_) DPIPE_THROW(StateError, "a worker process failed; a failed pipeline cannot be checkpointed");
-  writer.write("cursor", std::uint64_t{cursor_});
-  writer.write("exhausted", exhausted_);
+  order_.save_state(writer);
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     StateWriter input = writer.scope("input" + std::to_string(i));
     inputs_[i].save(input);
   }
 }
 
-void RecordMerge::load_state(const StateReader& reader) {
-  const auto cursor = reader.read<std::uint64_t>("cursor");
-  auto exhausted = reader.read<std::vector<bool>>("exhausted");
-  if (exhausted.size() != inputs_.size()) {
-    DPIPE_THROW(StateError, "{}: the checkpoint merges {} processes, this one {}", reader.name(), exhausted.size(),
-                inputs_.size());
-  }
-  if (cursor >= inputs_.size()) DPIPE_THROW(StateError, "{}: merge position {} out of range", reader.name(), cursor);
+template <class Order>
+void RecordMerge<Order>::load_state(const StateReader& reader) {
+  Order order(inputs_.size());
+  order.load_state(reader);
   release_held();
   for (std::size_t i = 0; i < inputs_.size(); ++i) inputs_[i].load(reader.scope("input" + std::to_string(i)));
-  cursor_ = static_cast<std::size_t>(cursor);
-  exhausted_ = std::move(exhausted);
-  live_ = 0;
-  for (const bool done : exhausted_) live_ += done ? 0 : 1;
+  order_ = std::move(order);
   expected_ = generation_();
   failure_.reset();
   drained_ = true;
   check_restored_inputs(reader.name());
 }
 
-void RecordMerge::check_restored_inputs(const std::string& scope) {
+template <class Order>
+void RecordMerge<Order>::check_restored_inputs(const std::string& scope) {
   const auto expected = std::exchange(expected_inputs_, {});
   for (std::size_t i = 0; i < expected.size() && i < inputs_.size(); ++i) {
-    const bool end_known = exhausted_[i] || inputs_[i].stores(RecordKind::kEnd);
+    const bool end_known = order_.has_ended(i) || inputs_[i].stores(RecordKind::kEnd);
     const bool error_known = inputs_[i].stores(RecordKind::kError);
     if (expected[i].ended == end_known && expected[i].failed == error_known) continue;
     DPIPE_THROW(StateError,
@@ -139,8 +131,11 @@ void RecordMerge::check_restored_inputs(const std::string& scope) {
   }
 }
 
-void RecordMerge::for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const {
+template <class Order>
+void RecordMerge<Order>::for_each_restored_element(const std::function<void(std::span<const std::byte>)>& visit) const {
   for (const auto& input : inputs_) input.for_each_stored_element(visit);
 }
 
-}  // namespace dpipe::detail::mp
+template class RecordMerge<CyclicOrder>;
+
+}  // namespace dpipe::detail::transport

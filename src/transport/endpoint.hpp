@@ -1,5 +1,5 @@
 #pragma once
-// Endpoint: how one process of a MultiProcessingReadingService blocks. It sleeps on its own bell
+// Endpoint: how one side of the transport (a main side, a child) blocks. It sleeps on its own bell
 // and, while it waits, checks that waiting still makes sense: that its peers live, that it has not
 // been told to stop, and that the configured timeout has not passed. Private to the library.
 
@@ -11,7 +11,7 @@
 #include "activity.hpp"
 #include "bell.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// What makes a wait pointless. Thread-safety: used by the waiting thread.
 class Liveness {
@@ -87,4 +87,4 @@ struct Endpoint {
   }
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -1,6 +1,7 @@
 #pragma once
-// SharedPool: the one shared-memory mapping of a MultiProcessingReadingService, holding the bells
-// and rings of the main process, the workers and the dispatching process. It is an anonymous
+// SharedPool: the one shared-memory mapping of a service's children, holding the bells and rings
+// of the main process, the workers and a dispatching child (MultiProcessingReadingService's
+// layout, which a service with workers and a feeding child shares). It is an anonymous
 // MAP_SHARED mapping made before forking: it has no name and no file descriptor, so nothing can
 // leak, and the memory goes away with the last process that maps it. Private to the library.
 
@@ -12,7 +13,7 @@
 #include "bell.hpp"
 #include "ring.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// What the main process shares with one child process.
 struct ChildSlot {
@@ -61,4 +62,4 @@ class SharedPool {
 /// The power of two at least `bytes` and at least 4 KiB.
 [[nodiscard]] std::size_t ring_capacity(std::size_t bytes);
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

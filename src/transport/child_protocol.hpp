@@ -1,5 +1,7 @@
 #pragma once
-// The messages between the processes of a MultiProcessingReadingService. Private to the library.
+// The messages between a main side and its children (processes or threads) that run a ChildLoop:
+// the children of a MultiProcessingReadingService, and of any service built on this wing. Private
+// to the library.
 //
 // Main -> child (control ring, RecordKind::kControl): a ControlMessage.
 //   kReset(generation, SeedGenerator)  start epoch `generation` with these seeds; the child answers
@@ -10,8 +12,8 @@
 //   kCheckpoint(request)               answer kState (or kError) with the child's state; a worker
 //                                      first reads its dispatcher feed up to kPaused(request)
 // Stopping is a flag in the child's slot, not a message: a child blocked in a write sees it.
-// Child -> main (worker data rings, the dispatcher's reply ring) and dispatcher -> worker
-// (dispatch rings): kElement, kEnd, kError(ErrorReport), kResetAck, kPaused, kState.
+// Child -> its readers (a worker's data ring, a dispatching child's reply ring and the rings it
+// feeds other children through): kElement, kEnd, kError(ErrorReport), kResetAck, kPaused, kState.
 // A child forked to continue a checkpoint first answers kRestored(RestoreAck) or kError through
 // its reply path; the main process waits for every answer before load_state_dict() returns.
 
@@ -21,7 +23,7 @@
 #include <dpipe/random/seed_generator.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 enum class Command : std::uint8_t { kReset = 1, kPause = 2, kResume = 3, kCheckpoint = 4 };
 
@@ -42,4 +44,4 @@ struct RestoreAck {
   DPIPE_FIELDS(ended, failed)
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

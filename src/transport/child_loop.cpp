@@ -1,4 +1,4 @@
-// ChildLoop: the loop every child process runs.
+// ChildLoop: the loop every child of a service built on the transport runs.
 
 #include "child_loop.hpp"
 
@@ -12,10 +12,9 @@
 #include <dpipe/core/typed_op.hpp>
 #include <dpipe/graph/state.hpp>
 
-#include "reading_service/multiprocessing/transport/record_stream.hpp"
-#include "reading_service/worker_context.hpp"
+#include "transport/record_stream.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 void ChildLiveness::check(bool thorough) {
   if (stop_requested()) throw Interrupted{};
@@ -23,21 +22,19 @@ void ChildLiveness::check(bool thorough) {
   if (thorough && parent_ != 0 && getppid() != parent_) _exit(1);
 }
 
-ChildLoop::ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo info, std::string expected_type,
-                     ChildSlot& slot, RingMemory control, ExceptionSlot* exception)
-    : plan_(*launch.plan),
-      name_(std::move(name)),
-      info_(info),
-      liveness_(slot, launch.parent),
-      endpoint_{&slot.bell, &liveness_, std::chrono::milliseconds(0), &slot.board},
-      board_(&slot.board),
-      expected_type_(std::move(expected_type)),
-      exception_(exception),
-      control_(control),
-      main_bell_(&launch.pool->main_bell()),
-      group_generation_(launch.restored != nullptr ? launch.restored->generation : 0) {
-  enter_worker(info_);
-}
+ChildLoop::ChildLoop(ChildSetup setup)
+    : name_(std::move(setup.name)),
+      info_(setup.info),
+      liveness_(*setup.slot, setup.parent),
+      endpoint_{&setup.slot->bell, &liveness_, std::chrono::milliseconds(0), &setup.slot->board},
+      board_(&setup.slot->board),
+      expected_type_(std::move(setup.expected_type)),
+      exception_(setup.exception),
+      control_(setup.control),
+      main_bell_(setup.main_bell),
+      passing_(setup.passing),
+      reset_fn_(std::move(setup.reset_fn)),
+      group_generation_(setup.generation) {}
 
 int ChildLoop::run() {
   try {
@@ -75,7 +72,7 @@ void ChildLoop::set_root(DataPipePtr root) {
   }
   if (root == root_ && encoder_) return;
   root_ = std::move(root);
-  encoder_ = plan_.encoder(root_);
+  encoder_ = passing_->encoder(root_);
 }
 
 void ChildLoop::fail(const ErrorReport& report) {
@@ -122,7 +119,7 @@ void ChildLoop::reset(std::uint64_t generation, SeedGenerator seeds, std::uint64
   }
   reporting([&] {
     seed(seeds, epoch);
-    if (plan_.config.worker_reset_fn) set_root(plan_.config.worker_reset_fn(root_, info_, seeds));
+    if (reset_fn_) set_root(reset_fn_(root_, info_, seeds));
     dynamic_cast<IterDataPipeBase&>(*root_).reset();
   });
 }
@@ -140,7 +137,7 @@ std::vector<std::byte> ChildLoop::save_state() const {
   StateStore store;
   StateWriter process(store, std::string(checkpoint_schema::child::kProcess));
   process.write(checkpoint_schema::child::kProgress, progress_);
-  process.write(checkpoint_schema::child::kRandom, worker_random_state());
+  save_process_state(process);
   graph::save_state(root_, StateWriter(store, std::string(checkpoint_schema::kGraph)));
   return store.to_bytes();
 }
@@ -150,7 +147,7 @@ void ChildLoop::load_state(std::span<const std::byte> bytes) {
   const StateReader process(store, std::string(checkpoint_schema::child::kProcess));
   progress_ = process.read<ChildProgress>(checkpoint_schema::child::kProgress);
   check_progress();
-  set_worker_random_state(process.read<WorkerRandomState>(checkpoint_schema::child::kRandom));
+  load_process_state(process);
   graph::load_state(root_, StateReader(store, std::string(checkpoint_schema::kGraph)));
   if (const auto unread = store.unread(""); !unread.empty()) {
     DPIPE_THROW(StateError, "the checkpoint's field {} belongs to nothing in {}", unread.front(), name_);
@@ -173,4 +170,4 @@ void ChildLoop::check_progress() const {
               saved.generation, saved.active, saved.ended, saved.failed, group_generation_);
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

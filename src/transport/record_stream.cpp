@@ -9,9 +9,9 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/logging.hpp>
 
-#include "reading_service/multiprocessing/transport/error_report.hpp"
+#include "transport/error_report.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 std::vector<std::byte> marker_payload(std::uint64_t value) { return to_bytes(value); }
 
@@ -206,4 +206,4 @@ void RecordStream::load(const StateReader& reader) {
   synced_ = true;
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

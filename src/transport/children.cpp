@@ -18,7 +18,7 @@
 
 #include <dpipe/core/error.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 namespace {
 
 /// "was killed by signal 9 (Killed)", "exited with status 3", from a waitpid status.
@@ -154,4 +154,4 @@ bool Children::stop(std::chrono::milliseconds grace) noexcept {
 
 Children::~Children() { (void)stop(std::chrono::milliseconds(0)); }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

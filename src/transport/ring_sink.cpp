@@ -6,7 +6,7 @@
 #include <cstring>
 #include <utility>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 namespace {
 
 /// The smallest room worth claiming for the next part of a long payload.
@@ -88,7 +88,8 @@ void RingSink::end_handle(std::uint64_t held_bytes) {
   held_total_ += held_bytes;
 }
 
-std::uint64_t RingSink::held_bytes_in_flight() {
+std::uint64_t RingSink::bytes_in_flight() {
+  if (!counting_held_) return writer_.bytes_in_flight();
   // The reader releases elements in the order they were written: the oldest counts go first.
   const std::uint64_t in_flight = writer_.elements_in_flight();
   while (held_.size() > in_flight) {
@@ -207,4 +208,4 @@ void RingSink::drop_spilled() {
   }
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

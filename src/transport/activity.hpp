@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 enum class Activity : std::uint32_t {
   kStarting = 0,             // forked, its pipeline not yet running
@@ -62,4 +62,4 @@ class ActivityScope {
 /// "300 ms", "31.2 s".
 std::string describe_duration(std::chrono::nanoseconds duration);
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -19,11 +19,11 @@
 #include <dpipe/core/element_handoff.hpp>
 #include <dpipe/core/state.hpp>
 
-#include "reading_service/multiprocessing/transport/endpoint.hpp"
-#include "reading_service/multiprocessing/transport/error_report.hpp"
-#include "reading_service/multiprocessing/transport/ring.hpp"
+#include "transport/endpoint.hpp"
+#include "transport/error_report.hpp"
+#include "transport/ring.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// The payload of a marker record: kResetAck carries the generation its sender started, kPaused
 /// the pause request it answers.
@@ -145,4 +145,4 @@ class RecordStream {
   bool synced_ = false;        // has seen kResetAck of the expected epoch
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -8,7 +8,7 @@
 
 #include <dpipe/core/error.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 namespace {
 
 std::int64_t now_ns() noexcept {
@@ -142,4 +142,4 @@ bool RingReader::release(const Record& record) noexcept {
          released_elements_ >= memory_.header->wake_writer_at_elements.load(std::memory_order_relaxed);
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// Thread-safety: any number of ringers and waiters, in any processes sharing the memory. Waiting
 /// is race-free when the waiter calls prepare(), re-checks its condition, then wait() or cancel(),
@@ -46,4 +46,4 @@ class Bell {
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free to work across processes");
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

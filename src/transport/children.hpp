@@ -1,6 +1,6 @@
 #pragma once
-// The child processes of a MultiProcessingReadingService: forking them, noticing their deaths,
-// and ending them (the Crew of the forking service). Private to the library.
+// A service's child processes: forking them, noticing their deaths, and ending them (the Crew of
+// processes). Private to the library.
 
 #include <atomic>
 #include <chrono>
@@ -12,7 +12,7 @@
 
 #include "crew.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// Forks a child that runs `body` and exits with its result (or 70 when it throws); never
 /// returns in the child. The child gets SIGKILL when the thread that forked it ends
@@ -65,4 +65,4 @@ class Children final : public Crew {
   bool timed_out_ = false;
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 std::string describe_duration(std::chrono::nanoseconds duration) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
@@ -12,4 +12,4 @@ std::string describe_duration(std::chrono::nanoseconds duration) {
   return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0);
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

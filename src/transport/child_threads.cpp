@@ -7,7 +7,7 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/logging.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 void ChildThreads::start(std::string name, const MakeChild& make) {
   auto child = std::make_unique<Child>();
@@ -88,4 +88,4 @@ ChildThreads::~ChildThreads() {
   }
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

@@ -8,7 +8,7 @@
 
 #include <dpipe/serialization/serializer.hpp>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 struct ErrorReport {
   std::string where;  // "worker process 1", "dispatching process"
@@ -43,4 +43,4 @@ ErrorReport report_current_exception(const std::string& where);
 /// Throws the exception `report` carries, or else the WorkerError it describes.
 [[noreturn]] void throw_worker_error(const ErrorReport& report);
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

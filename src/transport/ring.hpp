@@ -1,6 +1,6 @@
 #pragma once
 // A single-producer single-consumer ring of records in memory shared between two processes (or
-// threads): the transport of MultiProcessingReadingService. Private to the library.
+// threads): what the element transport is made of. Private to the library.
 //
 // A record is an 8-byte header and a payload padded to 8 bytes, always contiguous in the data
 // area; the writer pads to the end of the area when a record does not fit before it. Payloads
@@ -14,7 +14,7 @@
 #include <optional>
 #include <span>
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 enum class RecordKind : std::uint8_t {
   kPad = 0,       // filler up to the end of the data area
@@ -168,4 +168,4 @@ class RingReader {
   std::uint64_t released_elements_ = 0;
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

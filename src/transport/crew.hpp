@@ -1,7 +1,7 @@
 #pragma once
-// Crew: the children of a MultiProcessingReadingService's group as its main side sees them,
-// forked processes (Children) or threads (ChildThreads). The group's protocol runs the same over
-// either; only starting, watching and ending the children differs. Private to the library.
+// Crew: a service's children as its main side sees them, forked processes (Children) or threads
+// (ChildThreads). The service's protocol runs the same over either; only starting, watching and
+// ending the children differs. Private to the library.
 
 #include <chrono>
 #include <cstddef>
@@ -13,7 +13,7 @@
 
 #include "endpoint.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// What a child runs: built in the child (a forked process, or a thread), then run until told to
 /// stop.
@@ -54,4 +54,4 @@ class Crew : public Liveness {
   Crew() = default;
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

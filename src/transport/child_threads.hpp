@@ -1,6 +1,7 @@
 #pragma once
-// ChildThreads: the children of a MultiProcessingReadingService running as threads of the calling
-// process (WorkerKind::kThread), the Crew of the threading mode. Private to the library.
+// ChildThreads: a service's children running as threads of the calling process (the worker threads
+// of MultiProcessingReadingService, WorkerKind::kThread): the Crew of threads. Private to the
+// library.
 
 #include <atomic>
 #include <condition_variable>
@@ -13,7 +14,7 @@
 
 #include "crew.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// Thread-safety: the group's thread, but interrupt(); the children report their end themselves.
 class ChildThreads final : public Crew {
@@ -63,4 +64,4 @@ class ChildThreads final : public Crew {
   bool stopping_ = false;
 };
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

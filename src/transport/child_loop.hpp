@@ -1,33 +1,37 @@
 #pragma once
-// ChildLoop: what a child process of a MultiProcessingReadingService runs, a worker or the
-// dispatching process alike. It runs its graph epoch after epoch and obeys the main process's
-// control messages (protocol.hpp): it starts and seeds epochs, pauses, resumes, and answers
-// checkpoints through its reply sink. A Worker and the Dispatcher differ only in how they seed
-// their graph and where its elements go. Private to the library.
+// ChildLoop: the loop a child (a forked process or a thread) of a service built on the transport
+// runs, whatever its role. It runs its graph epoch after epoch and obeys its main side's control
+// messages (child_protocol.hpp): it starts and seeds epochs, pauses, resumes, and answers
+// checkpoints through its reply sink, and reports failures as error records. The roles a service
+// derives from it (MultiProcessingReadingService's worker and dispatching child) differ only in
+// how they seed their graph, where its elements go and what else of their process they save.
+// Private to the library.
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <sys/types.h>
 #include <utility>
 #include <vector>
 
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/element_codec.hpp>
+#include <dpipe/core/state.hpp>
 #include <dpipe/random/seed_generator.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 
-#include "reading_service/multiprocessing/plan.hpp"
-#include "reading_service/multiprocessing/protocol.hpp"
-#include "reading_service/multiprocessing/transport/crew.hpp"
-#include "reading_service/multiprocessing/transport/endpoint.hpp"
-#include "reading_service/multiprocessing/transport/error_report.hpp"
-#include "reading_service/multiprocessing/transport/ring.hpp"
-#include "reading_service/multiprocessing/transport/ring_sink.hpp"
-#include "reading_service/multiprocessing/transport/shared_pool.hpp"
+#include "transport/child_protocol.hpp"
+#include "transport/crew.hpp"
+#include "transport/element_passing.hpp"
+#include "transport/endpoint.hpp"
+#include "transport/error_report.hpp"
+#include "transport/ring.hpp"
+#include "transport/ring_sink.hpp"
+#include "transport/shared_pool.hpp"
 
-namespace dpipe::detail::mp {
+namespace dpipe::detail::transport {
 
 /// A child stops waiting when the main process tells it to stop, and a child process exits at
 /// once when the main process is gone.
@@ -61,6 +65,21 @@ struct ChildProgress {
   }
 };
 
+/// What a child needs to run its loop.
+struct ChildSetup {
+  std::string name;                         // "worker process 1"
+  WorkerInfo info;                          // which of its service's children it is
+  std::string expected_type;                // what its graph yields
+  ChildSlot* slot = nullptr;                // its bell, stop flag and activity board
+  RingMemory control;                       // the main side's messages to it
+  Bell* main_bell = nullptr;                // rung when it frees room in the control ring
+  pid_t parent = 0;                         // the main process it dies with; 0 for a thread
+  std::uint64_t generation = 0;             // the main side's epoch when the child started
+  const ElementPassing* passing = nullptr;  // how its elements leave it
+  WorkerResetFunction reset_fn;             // called every epoch after seeding, if set
+  ExceptionSlot* exception = nullptr;       // a thread leaves the exceptions it reports here
+};
+
 /// Thread-safety: the child's one thread.
 class ChildLoop : public ChildBody {
  public:
@@ -71,11 +90,7 @@ class ChildLoop : public ChildBody {
   int run() override;
 
  protected:
-  /// A child called `name` ("worker process 1") of the group `launch` describes, running as
-  /// `info` (the dispatching process: worker 0 of N) a graph yielding `expected_type`, on its
-  /// slot and control ring; a thread leaves the exceptions it reports in `exception`.
-  ChildLoop(const ChildLaunch& launch, std::string name, WorkerInfo info, std::string expected_type, ChildSlot& slot,
-            RingMemory control, ExceptionSlot* exception);
+  explicit ChildLoop(ChildSetup setup);
 
   /// Builds the graph (`make_root`), then continues from the checkpoint, if any, at `restored`.
   /// When restoring, the main process waits for the answer: kRestored (a RestoreAck) or kError,
@@ -99,6 +114,10 @@ class ChildLoop : public ChildBody {
   [[nodiscard]] virtual RingSink& replies() = 0;
   /// Reads what must be read before the state is saved (a worker: its feed, up to the pause).
   virtual void before_checkpoint(std::uint64_t /*request*/) {}
+  /// Saves and restores what the role keeps of its process beside its graph (scope
+  /// checkpoint_schema::child::kProcess), such as the state of the process's random generator.
+  virtual void save_process_state(StateWriter& /*process*/) const {}
+  virtual void load_process_state(const StateReader& /*process*/) {}
   /// Moves what waits for room; called every round of the loop.
   virtual void flush() {}
   /// Whether a flush would make progress now.
@@ -126,7 +145,6 @@ class ChildLoop : public ChildBody {
     guarded(std::forward<Body>(body), [this](const ErrorReport& report) { fail(report); });
   }
 
-  const GroupPlan& plan_;
   std::string name_;
   WorkerInfo info_;
   ChildLiveness liveness_;
@@ -152,8 +170,10 @@ class ChildLoop : public ChildBody {
 
   RingReader control_;
   Bell* main_bell_;
+  const ElementPassing* passing_;
+  WorkerResetFunction reset_fn_;
   std::optional<ErrorReport> startup_error_;
-  std::uint64_t group_generation_;  // the process group's epoch when the child was forked
+  std::uint64_t group_generation_;  // the main side's epoch when the child started
 };
 
 template <class Body, class OnError>
@@ -187,4 +207,4 @@ void ChildLoop::start(MakeRoot&& make_root, const std::vector<std::byte>* restor
   }
 }
 
-}  // namespace dpipe::detail::mp
+}  // namespace dpipe::detail::transport

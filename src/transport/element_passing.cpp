@@ -1,0 +1,53 @@
+// The two ways elements pass over the transport: encoded, or as handles.
+
+#include "transport/element_passing.hpp"
+
+#include <utility>
+
+#include <dpipe/core/element_codec.hpp>
+#include <dpipe/core/element_handoff.hpp>
+#include <dpipe/core/element_ops.hpp>
+#include <dpipe/core/typed_op.hpp>
+
+namespace dpipe::detail::transport {
+namespace {
+
+class EncodedElements final : public ElementPassing {
+ public:
+  [[nodiscard]] std::unique_ptr<ElementEncoder> encoder(const DataPipePtr& node) const override {
+    return apply_typed_op<ops::Encode>(node);
+  }
+  [[nodiscard]] DataPipePtr receiver(const DataPipePtr& node, std::shared_ptr<RecordSource> source,
+                                     std::string name) const override {
+    return apply_typed_op<ops::Decode>(node, std::move(source), std::move(name));
+  }
+  [[nodiscard]] const ElementHandoff* handoff(const DataPipePtr& /*node*/) const override { return nullptr; }
+};
+
+class ElementHandles final : public ElementPassing {
+ public:
+  [[nodiscard]] std::unique_ptr<ElementEncoder> encoder(const DataPipePtr& node) const override {
+    return apply_typed_op<ops::Handoff>(node).encoder(node);
+  }
+  [[nodiscard]] DataPipePtr receiver(const DataPipePtr& node, std::shared_ptr<RecordSource> source,
+                                     std::string name) const override {
+    return apply_typed_op<ops::Handoff>(node).receiver(std::move(source), std::move(name));
+  }
+  [[nodiscard]] const ElementHandoff* handoff(const DataPipePtr& node) const override {
+    return &apply_typed_op<ops::Handoff>(node);
+  }
+};
+
+}  // namespace
+
+const ElementPassing& encoded_elements() noexcept {
+  static const EncodedElements passing;
+  return passing;
+}
+
+const ElementPassing& element_handles() noexcept {
+  static const ElementHandles passing;
+  return passing;
+}
+
+}  // namespace dpipe::detail::transport
