@@ -179,6 +179,54 @@ TEST_CASE("OnError::skip: statistics count the skipped elements", "[iter][error_
   CHECK(dpipe::graph::format_statistics(rows).find(" skipped\n") != std::string::npos);
 }
 
+/// What a reading service that parallelizes maps makes of `map_node` with ops::ToThreadPoolMap (as
+/// examples/custom_reading_service.cpp does): a threadpool_map of 2 threads.
+dpipe::IterPipe<int> as_threadpool_map(const dpipe::IterPipe<int>& map_node) {
+  REQUIRE(dpipe::find_typed_op<dpipe::ops::ToThreadPoolMap>(map_node.node()) != nullptr);
+  return dpipe::graph::as_iter<int>(dpipe::apply_typed_op<dpipe::ops::ToThreadPoolMap>(map_node.ptr(), 2, 4));
+}
+
+TEST_CASE("OnError::skip: a skipping map becomes a threadpool_map that skips the same elements",
+          "[iter][error_policy][typed_op][!shouldfail]") {
+  // Fails until a skipping map is a map node: ops::ToThreadPoolMap is registered for map nodes only.
+  const LogCapture log;
+  const auto source = iter::from(range(12));
+  const auto parallel = as_threadpool_map(source.map(times_ten_failing_on_3_mod_5, OnError::skip()).tag("expensive"));
+  CHECK(parallel.node().name() == "threadpool_map");
+  CHECK(parallel.node().tag() == "expensive");
+  CHECK(parallel.node().inputs()[0] == source.ptr());
+  CHECK(parallel.length() == std::nullopt);
+  CHECK(collect(parallel) == times_ten_skipping(12));
+  const std::string label = parallel.node().label();
+  CHECK(log.messages() == std::vector<std::string>{
+                              label + ": fn threw on element 3: std::runtime_error: bad 3; skipped (1 in this epoch)",
+                              label + ": fn threw on element 8: std::runtime_error: bad 8; skipped (2 in this epoch)"});
+}
+
+TEST_CASE("OnError::skip: a skipping collate becomes a threadpool_map with the same budget",
+          "[iter][error_policy][typed_op][!shouldfail]") {
+  // Fails until a skipping map is a map node: ops::ToThreadPoolMap is registered for map nodes only.
+  const LogCapture log;
+  const auto collated = iter::from(range(12)).collate(times_ten_failing_on_3_mod_5, OnError::skip(1));
+  CHECK(collated.node().name() == "collate");
+  const auto parallel = as_threadpool_map(collated);
+  const std::string label = parallel.node().label();
+  std::vector<int> seen;
+  CHECK_THROWS_MATCHES(
+      [&] {
+        for (int x : parallel) seen.push_back(x);
+      }(),
+      dpipe::ElementError,
+      Catch::Message(label +
+                     ": fn threw on element 8: std::runtime_error: bad 8; that is 2 failed elements in this epoch, "
+                     "more than the error budget of 1 (OnError::skip)"));
+  CHECK(seen == std::vector<int>{0, 10, 20, 40, 50, 60, 70});
+  CHECK(
+      log.messages() ==
+      std::vector<std::string>{
+          label + ": fn threw on element 3: std::runtime_error: bad 3; skipped (1 of the budget of 1 in this epoch)"});
+}
+
 TEST_CASE("OnError::skip: the same elements and the same budget error with worker processes", "[mp][error_policy]") {
   const LogCapture quiet;
   const auto pipe = [](OnError policy) {
