@@ -187,8 +187,7 @@ dpipe::IterPipe<int> as_threadpool_map(const dpipe::IterPipe<int>& map_node) {
 }
 
 TEST_CASE("OnError::skip: a skipping map becomes a threadpool_map that skips the same elements",
-          "[iter][error_policy][typed_op][!shouldfail]") {
-  // Fails until a skipping map is a map node: ops::ToThreadPoolMap is registered for map nodes only.
+          "[iter][error_policy][typed_op]") {
   const LogCapture log;
   const auto source = iter::from(range(12));
   const auto parallel = as_threadpool_map(source.map(times_ten_failing_on_3_mod_5, OnError::skip()).tag("expensive"));
@@ -204,8 +203,7 @@ TEST_CASE("OnError::skip: a skipping map becomes a threadpool_map that skips the
 }
 
 TEST_CASE("OnError::skip: a skipping collate becomes a threadpool_map with the same budget",
-          "[iter][error_policy][typed_op][!shouldfail]") {
-  // Fails until a skipping map is a map node: ops::ToThreadPoolMap is registered for map nodes only.
+          "[iter][error_policy][typed_op]") {
   const LogCapture log;
   const auto collated = iter::from(range(12)).collate(times_ten_failing_on_3_mod_5, OnError::skip(1));
   CHECK(collated.node().name() == "collate");

@@ -87,12 +87,10 @@ class IterPipe : public std::ranges::view_base {
 
   /// Applies `fn` to each element. Returns an IterPipe of fn's result (a handle that remembers the
   /// run of maps and filters it ends, so that the run pulls as one loop: see iter/detail/fusion.hpp).
+  /// Under OnError::skip() the elements fn throws on are dropped, logged and counted (see
+  /// <dpipe/core/error_policy.hpp>), and the length is unknown.
   template <map_fn<T> F>
-  [[nodiscard]] auto map(F fn) const;
-  /// map(fn) with an error policy: under OnError::skip() the elements fn throws on are dropped,
-  /// logged and counted (see <dpipe/core/error_policy.hpp>), and the length is unknown.
-  template <map_fn<T> F>
-  [[nodiscard]] IterPipe<map_result_t<F, T>> map(F fn, OnError on_error) const;
+  [[nodiscard]] auto map(F fn, OnError on_error = OnError::raise()) const;
   /// Keeps the elements for which `pred` is true. Returns an IterPipe<T> (as map does).
   template <filter_fn<T> F>
   [[nodiscard]] auto filter(F pred) const;

@@ -1,10 +1,10 @@
 #pragma once
 /// \file
-/// SkipOnError<T, U, Step>, the node behind `map`, `filter`, `flatmap` and `collate` with
-/// `OnError::skip()`: applies the user's function to each element and drops (logs, counts) the
-/// elements it throws on. Exceptions from upstream still end the epoch. Checkpoint state: the
-/// epoch's element index, the skip count and the outputs not yet handed out. The length is unknown,
-/// since any element may be skipped.
+/// SkipOnError<T, U, Step>, the node behind `filter` and `flatmap` with `OnError::skip()`: applies
+/// the user's function to each element and drops (logs, counts) the elements it throws on.
+/// Exceptions from upstream still end the epoch. Checkpoint state: the epoch's element index, the
+/// skip count and the outputs not yet handed out. The length is unknown, since any element may be
+/// skipped.
 
 #include <cstdint>
 #include <exception>
@@ -24,16 +24,8 @@
 
 namespace dpipe::iter {
 
-/// The steps: each appends what one input element becomes to `out` (map, collate: one element;
-/// filter: zero or one; flatmap: the elements of a range).
-template <class F>
-struct MapStep {
-  F fn;
-  template <class T, class U>
-  void operator()(T&& element, std::vector<U>& out) {
-    out.push_back(fn(std::forward<T>(element)));
-  }
-};
+/// The steps: each appends what one input element becomes to `out` (filter: zero or one element;
+/// flatmap: the elements of a range).
 template <class F>
 struct FilterStep {
   F pred;
