@@ -3,6 +3,7 @@
 // The policy behaves the same in process and in worker processes.
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -163,6 +164,55 @@ TEST_CASE("OnError::skip: an upstream exception is not skipped / OnError::raise 
   CHECK(seen == std::vector<int>{1, 2, 3, 4});
   CHECK_THROWS_MATCHES(collect(skipping_map(10, OnError::raise())), std::runtime_error, Catch::Message("bad 3"));
   CHECK(skipping_map(10, OnError::raise()).length() == 10);
+}
+
+TEST_CASE("OnError::skip: a skipping filter reads no further than the matches it hands out", "[iter][error_policy]") {
+  // So that an ElementError past the budget comes after every match before it. (A filter that
+  // raises reads ahead by its pass ratio: see filter.hpp.)
+  const LogCapture quiet;
+  const auto pipe = iter::from(range(100))
+                        .header(100)
+                        .filter(
+                            [](const int& x) {
+                              if (x == 5) throw std::invalid_argument("five");
+                              return x % 4 == 0;
+                            },
+                            OnError::skip())
+                        .batch(3);
+  auto it = pipe.begin();
+  CHECK(*it == std::vector<int>{0, 4, 8});
+  CHECK(dpipe::testing::saved_field<std::uint64_t>(pipe, "batch/filter/header/from", "position") == 9);
+  CHECK(dpipe::testing::saved_field<std::uint64_t>(pipe, "batch/filter", "index") == 9);
+  CHECK(dpipe::testing::saved_field<std::uint64_t>(pipe, "batch/filter", "skipped") == 1);
+  CHECK(dpipe::testing::saved_field<std::vector<int>>(pipe, "batch/filter", "pending").empty());
+}
+
+TEST_CASE("filter: the matches before the element pred fails on come before the failure", "[iter][error_policy]") {
+  for (const OnError policy : {OnError::raise(), OnError::skip(0)}) {
+    INFO((policy.skips() ? "skip(0)" : "raise"));
+    const auto pipe = iter::from(range(10)).header(10).filter(
+        [](const int& x) {
+          if (x == 3) throw std::invalid_argument("three");
+          return x != 1;
+        },
+        policy);
+    const std::string label = pipe.node().label();
+    std::vector<int> out;  // no room: the filter reads into its own buffer first
+    pipe.node().reset();
+    try {
+      (void)pipe.node().pull(out, 5);
+      FAIL("pred's failure was not raised");
+    } catch (const std::invalid_argument& error) {
+      CHECK(!policy.skips());
+      CHECK(std::string(error.what()) == "three");
+    } catch (const dpipe::ElementError& error) {
+      CHECK(policy.skips());
+      CHECK(std::string(error.what()) == label +
+                                             ": fn threw on element 3: std::invalid_argument: three; that is 1 failed "
+                                             "elements in this epoch, more than the error budget of 0 (OnError::skip)");
+    }
+    CHECK(out == std::vector<int>{0, 2});
+  }
 }
 
 TEST_CASE("OnError::skip: statistics count the skipped elements", "[iter][error_policy]") {

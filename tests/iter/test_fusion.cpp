@@ -171,8 +171,20 @@ TEST_CASE("fusion: checkpoints taken fused restore unfused and the other way rou
             .filter([](int x) { return x % 4 != 0; })
             .batch(6);
       },
-      // A skipping map, fed by a node (the filter's read-ahead, left by a node-by-node pull, goes
-      // through the skipping map when the run drains it).
+      // Skipping stages, fed by a range and by a node (the filter's read-ahead, left by a
+      // node-by-node pull, goes through the skipping map when the run drains it).
+      [] {
+        return iter::from(range(300))
+            .map(throws_on_5_mod_13, dpipe::OnError::skip())
+            .filter(
+                [](int x) {
+                  if (x % 17 == 4) throw std::invalid_argument("4 mod 17");
+                  return x % 3 != 0;
+                },
+                dpipe::OnError::skip())
+            .map([](int x) { return x + 1; })
+            .batch(5);
+      },
       [] {
         return iter::from(range(300))
             .header(290)

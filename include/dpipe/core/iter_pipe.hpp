@@ -91,12 +91,10 @@ class IterPipe : public std::ranges::view_base {
   /// <dpipe/core/error_policy.hpp>), and the length is unknown.
   template <map_fn<T> F>
   [[nodiscard]] auto map(F fn, OnError on_error = OnError::raise()) const;
-  /// Keeps the elements for which `pred` is true. Returns an IterPipe<T> (as map does).
+  /// Keeps the elements for which `pred` is true, with an error policy as map's. Returns an
+  /// IterPipe<T> (as map does).
   template <filter_fn<T> F>
-  [[nodiscard]] auto filter(F pred) const;
-  /// filter(pred) with an error policy (as map's).
-  template <filter_fn<T> F>
-  [[nodiscard]] IterPipe<T> filter(F pred, OnError on_error) const;
+  [[nodiscard]] auto filter(F pred, OnError on_error = OnError::raise()) const;
   /// Applies `fn` to each element and yields the elements of the range it returns.
   template <flatmap_fn<T> F>
   [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn) const;

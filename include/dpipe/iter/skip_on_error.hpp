@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// SkipOnError<T, U, Step>, the node behind `filter` and `flatmap` with `OnError::skip()`: applies
-/// the user's function to each element and drops (logs, counts) the elements it throws on.
+/// SkipOnError<T, U, Step>, the node behind `flatmap` with `OnError::skip()`: applies the user's
+/// function to each element and drops (logs, counts) the elements it throws on.
 /// Exceptions from upstream still end the epoch. Checkpoint state: the epoch's element index, the
 /// skip count and the outputs not yet handed out. The length is unknown, since any element may be
 /// skipped.
@@ -24,16 +24,7 @@
 
 namespace dpipe::iter {
 
-/// The steps: each appends what one input element becomes to `out` (filter: zero or one element;
-/// flatmap: the elements of a range).
-template <class F>
-struct FilterStep {
-  F pred;
-  template <class T>
-  void operator()(T&& element, std::vector<T>& out) {
-    if (pred(std::as_const(element))) out.push_back(std::forward<T>(element));
-  }
-};
+/// The step: appends what one input element becomes to `out` (the elements of a range).
 template <class F>
 struct FlatMapStep {
   F fn;

@@ -14,10 +14,11 @@
 /// matches read ahead wait in the last filter's buffer, positions advance in the source, so a
 /// checkpoint taken either way restores either way.
 ///
-/// The run calls each map's own step (Mapper::apply), so a map whose error policy skips
-/// (OnError::skip()) skips, logs and counts in the run as on its own. Whether some stage skips is
-/// decided once per pull: a run where none does runs a loop with no check of a policy, and a run
-/// where one does reads from a node no more than it needs, as a skipping node does on its own.
+/// The run calls each node's own step (Mapper::apply, Filter::keeps), so a stage whose error
+/// policy skips (OnError::skip()) skips, logs and counts in the run as on its own. Whether some
+/// stage skips is decided once per pull: a run where none does runs a loop with no check of a
+/// policy, and a run where one does reads from a node no more than it needs, as a skipping node
+/// does on its own.
 
 #include <algorithm>
 #include <cstddef>
@@ -176,15 +177,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
 
   template <std::size_t... I>
   [[nodiscard]] bool some_stage_skips(std::index_sequence<I...> /*stages*/) const {
-    return (stage_skips<I>() || ...);
-  }
-  template <std::size_t I>
-  [[nodiscard]] bool stage_skips() const {
-    if constexpr (kFilters[I]) {
-      return false;
-    } else {
-      return std::get<I>(nodes_)->policy_.skips();
-    }
+    return (std::get<I>(nodes_)->policy_.skips() || ...);
   }
 
   template <std::size_t I>
@@ -261,8 +254,9 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
     if constexpr (I == kStages) {
       sink.emit(std::forward<X>(element));
     } else if constexpr (kFilters[I]) {
-      if (std::get<I>(nodes_)->pred_(std::as_const(element)))
+      if (std::get<I>(nodes_)->template keeps<kMaySkip>(std::as_const(element))) {
         push<I + 1, kOrigin, kMaySkip>(std::forward<X>(element), sink);
+      }
     } else {
       std::get<I>(nodes_)->template apply<kMaySkip>(std::forward<X>(element), [&](auto&& mapped) {
         push<I + 1, kOrigin, kMaySkip>(std::forward<decltype(mapped)>(mapped), sink);
@@ -380,8 +374,6 @@ class ElementwisePipe : public IterPipe<typename RunTypes<In, Stages...>::out> {
  public:
   explicit ElementwisePipe(const IterPipe<Out>& pipe) : IterPipe<Out>(pipe) {}
 
-  using IterPipe<Out>::filter;  // with an error policy
-
   /// IterPipe::map, extending the run.
   template <map_fn<Out> F>
   [[nodiscard]] auto map(F fn, OnError on_error = OnError::raise()) const {
@@ -389,8 +381,8 @@ class ElementwisePipe : public IterPipe<typename RunTypes<In, Stages...>::out> {
   }
   /// IterPipe::filter, extending the run.
   template <filter_fn<Out> G>
-  [[nodiscard]] auto filter(G pred) const {
-    return extend<FilterStage<G>>(std::make_shared<iter::Filter<Out, G>>(*this, std::move(pred)));
+  [[nodiscard]] auto filter(G pred, OnError on_error = OnError::raise()) const {
+    return extend<FilterStage<G>>(std::make_shared<iter::Filter<Out, G>>(*this, std::move(pred), on_error));
   }
 
  private:
