@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
+#include "support/corruption.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 
@@ -273,6 +276,100 @@ TEST_CASE("OnError::skip: a skipping collate becomes a threadpool_map with the s
       log.messages() ==
       std::vector<std::string>{
           label + ": fn threw on element 3: std::runtime_error: bad 3; skipped (1 of the budget of 1 in this epoch)"});
+}
+
+/// The graph of tests/data/skipping_nodes.bin: a skipping map, filter (with a budget), flatmap and
+/// collate.
+dpipe::IterPipe<int> skipping_nodes() {
+  return iter::from(range(60))
+      .map(
+          [](int x) {
+            if (x % 5 == 3) throw std::runtime_error("map " + std::to_string(x));
+            return x;
+          },
+          OnError::skip())
+      .filter(
+          [](const int& x) {
+            if (x % 7 == 6) throw std::runtime_error("filter " + std::to_string(x));
+            return x % 2 == 0 || x % 3 == 0;
+          },
+          OnError::skip(10))
+      .flatmap(
+          [](int x) {
+            if (x % 11 == 10) throw std::runtime_error("flatmap " + std::to_string(x));
+            return std::vector<int>{x, x + 100, x + 200};
+          },
+          OnError::skip())
+      .batch(4)
+      .collate(
+          [](const std::vector<int>& batch) {
+            int sum = 0;
+            for (int x : batch) sum += x;
+            if (sum % 9 == 0) throw std::runtime_error("collate " + std::to_string(sum));
+            return sum;
+          },
+          OnError::skip());
+}
+
+TEST_CASE("OnError::skip: a checkpoint of skipping nodes written before map filter and flatmap held the policy",
+          "[iter][error_policy][state]") {
+  // tests/data/skipping_nodes.bin: graph::save_state of skipping_nodes() after its first three
+  // outputs (302, 412, 350), written by dpipe 6926bea, whose skipping nodes were SkipOnError
+  // nodes: each saved its element index, its skip count and its pending outputs (the flatmap's
+  // five).
+  const LogCapture log;
+  const auto pipe = skipping_nodes();
+  dpipe::graph::load_state(pipe, dpipe::testing::test_data("skipping_nodes.bin"));
+  CHECK(collect(pipe) == std::vector<int>{458, 563, 390, 500, 616, 447, 582, 696, 505, 616, 727});
+
+  // Each node goes on with its element index and its count: what it logs is what the rest of
+  // the epoch logged when the checkpoint was written.
+  const auto logged_by = [&](std::string_view name) {
+    const std::string label = dpipe::graph::find_dps(dpipe::graph::traverse_dps(pipe), name).front()->label() + ": ";
+    std::vector<std::string> messages;
+    for (const auto& message : log.messages()) {
+      if (message.starts_with(label)) messages.push_back(message.substr(label.size()));
+    }
+    return messages;
+  };
+  CHECK(logged_by("map") ==
+        std::vector<std::string>{"fn threw on element 18: std::runtime_error: map 18; skipped (4 in this epoch)",
+                                 "fn threw on element 23: std::runtime_error: map 23; skipped (5 in this epoch)",
+                                 "fn threw on element 28: std::runtime_error: map 28; skipped (6 in this epoch)",
+                                 "fn threw on element 33: std::runtime_error: map 33; skipped (7 in this epoch)",
+                                 "fn threw on element 38: std::runtime_error: map 38; skipped (8 in this epoch)",
+                                 "fn threw on element 43: std::runtime_error: map 43; skipped (9 in this epoch)",
+                                 "fn threw on element 48: std::runtime_error: map 48; skipped (10 in this epoch)",
+                                 "fn threw on element 53: std::runtime_error: map 53; skipped (11 in this epoch)",
+                                 "fn threw on element 58: std::runtime_error: map 58; skipped (12 in this epoch)"});
+  CHECK(logged_by("filter") ==
+        std::vector<std::string>{
+            "fn threw on element 16: std::runtime_error: filter 20; skipped (2 of the budget of 10 in this epoch)",
+            "fn threw on element 22: std::runtime_error: filter 27; skipped (3 of the budget of 10 in this epoch)",
+            "fn threw on element 27: std::runtime_error: filter 34; skipped (4 of the budget of 10 in this epoch)",
+            "fn threw on element 33: std::runtime_error: filter 41; skipped (5 of the budget of 10 in this epoch)",
+            "fn threw on element 44: std::runtime_error: filter 55; skipped (6 of the budget of 10 in this epoch)"});
+  CHECK(logged_by("flatmap") ==
+        std::vector<std::string>{"fn threw on element 9: std::runtime_error: flatmap 21; skipped (2 in this epoch)",
+                                 "fn threw on element 14: std::runtime_error: flatmap 32; skipped (3 in this epoch)",
+                                 "fn threw on element 25: std::runtime_error: flatmap 54; skipped (4 in this epoch)"});
+  CHECK(logged_by("collate") ==
+        std::vector<std::string>{"fn threw on element 10: std::runtime_error: collate 558; skipped (2 in this epoch)",
+                                 "fn threw on element 11: std::runtime_error: collate 666; skipped (3 in this epoch)",
+                                 "fn threw on element 12: std::runtime_error: collate 477; skipped (4 in this epoch)"});
+  // The next epoch is a whole one.
+  CHECK(collect(pipe) == std::vector<int>{302, 412, 350, 458, 563, 390, 500, 616, 447, 582, 696, 505, 616, 727});
+
+  // A checkpoint written now has the same fields.
+  const auto keys = [](const std::vector<std::byte>& blob) {
+    std::vector<std::string> result;
+    const auto store = dpipe::StateStore::from_blob(blob);
+    for (const auto& field : store.fields()) result.push_back(field.key);
+    return result;
+  };
+  const auto now = skipping_nodes();
+  CHECK(dpipe::testing::take(now, 3) == std::vector<int>{302, 412, 350});
+  CHECK(keys(dpipe::graph::save_state(now)) == keys(dpipe::testing::test_data("skipping_nodes.bin")));
 }
 
 TEST_CASE("OnError::skip: the same elements and the same budget error with worker processes", "[mp][error_policy]") {

@@ -95,12 +95,10 @@ class IterPipe : public std::ranges::view_base {
   /// IterPipe<T> (as map does).
   template <filter_fn<T> F>
   [[nodiscard]] auto filter(F pred, OnError on_error = OnError::raise()) const;
-  /// Applies `fn` to each element and yields the elements of the range it returns.
+  /// Applies `fn` to each element and yields the elements of the range it returns, with an error
+  /// policy as map's.
   template <flatmap_fn<T> F>
-  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn) const;
-  /// flatmap(fn) with an error policy (as map's).
-  template <flatmap_fn<T> F>
-  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn, OnError on_error) const;
+  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn, OnError on_error = OnError::raise()) const;
   /// Groups consecutive elements into vectors of `batch_size`; the last one may be shorter
   /// unless `drop_last`.
   [[nodiscard]] IterPipe<std::vector<T>> batch(std::size_t batch_size, bool drop_last = false) const;
