@@ -64,7 +64,6 @@
 #include <dpipe/iter/repeat.hpp>
 #include <dpipe/iter/sharding.hpp>
 #include <dpipe/iter/shuffle.hpp>
-#include <dpipe/iter/skip_on_error.hpp>
 #include <dpipe/iter/threadpool_map.hpp>
 #include <dpipe/iter/unzip.hpp>
 #include <dpipe/iter/zip.hpp>

@@ -3,14 +3,18 @@
 // The policy behaves the same in process and in worker processes.
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
+#include "support/corruption.hpp"
 #include "support/loader.hpp"
 #include "support/log_capture.hpp"
 
@@ -165,6 +169,55 @@ TEST_CASE("OnError::skip: an upstream exception is not skipped / OnError::raise 
   CHECK(skipping_map(10, OnError::raise()).length() == 10);
 }
 
+TEST_CASE("OnError::skip: a skipping filter reads no further than the matches it hands out", "[iter][error_policy]") {
+  // So that an ElementError past the budget comes after every match before it. (A filter that
+  // raises reads ahead by its pass ratio: see filter.hpp.)
+  const LogCapture quiet;
+  const auto pipe = iter::from(range(100))
+                        .header(100)
+                        .filter(
+                            [](const int& x) {
+                              if (x == 5) throw std::invalid_argument("five");
+                              return x % 4 == 0;
+                            },
+                            OnError::skip())
+                        .batch(3);
+  auto it = pipe.begin();
+  CHECK(*it == std::vector<int>{0, 4, 8});
+  CHECK(dpipe::testing::saved_field<std::uint64_t>(pipe, "batch/filter/header/from", "position") == 9);
+  CHECK(dpipe::testing::saved_field<std::uint64_t>(pipe, "batch/filter", "index") == 9);
+  CHECK(dpipe::testing::saved_field<std::uint64_t>(pipe, "batch/filter", "skipped") == 1);
+  CHECK(dpipe::testing::saved_field<std::vector<int>>(pipe, "batch/filter", "pending").empty());
+}
+
+TEST_CASE("filter: the matches before the element pred fails on come before the failure", "[iter][error_policy]") {
+  for (const OnError policy : {OnError::raise(), OnError::skip(0)}) {
+    INFO((policy.skips() ? "skip(0)" : "raise"));
+    const auto pipe = iter::from(range(10)).header(10).filter(
+        [](const int& x) {
+          if (x == 3) throw std::invalid_argument("three");
+          return x != 1;
+        },
+        policy);
+    const std::string label = pipe.node().label();
+    std::vector<int> out;  // no room: the filter reads into its own buffer first
+    pipe.node().reset();
+    try {
+      (void)pipe.node().pull(out, 5);
+      FAIL("pred's failure was not raised");
+    } catch (const std::invalid_argument& error) {
+      CHECK(!policy.skips());
+      CHECK(std::string(error.what()) == "three");
+    } catch (const dpipe::ElementError& error) {
+      CHECK(policy.skips());
+      CHECK(std::string(error.what()) == label +
+                                             ": fn threw on element 3: std::invalid_argument: three; that is 1 failed "
+                                             "elements in this epoch, more than the error budget of 0 (OnError::skip)");
+    }
+    CHECK(out == std::vector<int>{0, 2});
+  }
+}
+
 TEST_CASE("OnError::skip: statistics count the skipped elements", "[iter][error_policy]") {
   const LogCapture quiet;
   const auto pipe = skipping_map(20);
@@ -177,6 +230,146 @@ TEST_CASE("OnError::skip: statistics count the skipped elements", "[iter][error_
   CHECK(rows[0].skipped == 4);
   CHECK(rows[1].skipped == 0);
   CHECK(dpipe::graph::format_statistics(rows).find(" skipped\n") != std::string::npos);
+}
+
+/// What a reading service that parallelizes maps makes of `map_node` with ops::ToThreadPoolMap (as
+/// examples/custom_reading_service.cpp does): a threadpool_map of 2 threads.
+dpipe::IterPipe<int> as_threadpool_map(const dpipe::IterPipe<int>& map_node) {
+  REQUIRE(dpipe::find_typed_op<dpipe::ops::ToThreadPoolMap>(map_node.node()) != nullptr);
+  return dpipe::graph::as_iter<int>(dpipe::apply_typed_op<dpipe::ops::ToThreadPoolMap>(map_node.ptr(), 2, 4));
+}
+
+TEST_CASE("OnError::skip: a skipping map becomes a threadpool_map that skips the same elements",
+          "[iter][error_policy][typed_op]") {
+  const LogCapture log;
+  const auto source = iter::from(range(12));
+  const auto parallel = as_threadpool_map(source.map(times_ten_failing_on_3_mod_5, OnError::skip()).tag("expensive"));
+  CHECK(parallel.node().name() == "threadpool_map");
+  CHECK(parallel.node().tag() == "expensive");
+  CHECK(parallel.node().inputs()[0] == source.ptr());
+  CHECK(parallel.length() == std::nullopt);
+  CHECK(collect(parallel) == times_ten_skipping(12));
+  const std::string label = parallel.node().label();
+  CHECK(log.messages() == std::vector<std::string>{
+                              label + ": fn threw on element 3: std::runtime_error: bad 3; skipped (1 in this epoch)",
+                              label + ": fn threw on element 8: std::runtime_error: bad 8; skipped (2 in this epoch)"});
+}
+
+TEST_CASE("OnError::skip: a skipping collate becomes a threadpool_map with the same budget",
+          "[iter][error_policy][typed_op]") {
+  const LogCapture log;
+  const auto collated = iter::from(range(12)).collate(times_ten_failing_on_3_mod_5, OnError::skip(1));
+  CHECK(collated.node().name() == "collate");
+  const auto parallel = as_threadpool_map(collated);
+  const std::string label = parallel.node().label();
+  std::vector<int> seen;
+  CHECK_THROWS_MATCHES(
+      [&] {
+        for (int x : parallel) seen.push_back(x);
+      }(),
+      dpipe::ElementError,
+      Catch::Message(label +
+                     ": fn threw on element 8: std::runtime_error: bad 8; that is 2 failed elements in this epoch, "
+                     "more than the error budget of 1 (OnError::skip)"));
+  CHECK(seen == std::vector<int>{0, 10, 20, 40, 50, 60, 70});
+  CHECK(
+      log.messages() ==
+      std::vector<std::string>{
+          label + ": fn threw on element 3: std::runtime_error: bad 3; skipped (1 of the budget of 1 in this epoch)"});
+}
+
+/// The graph of tests/data/skipping_nodes.bin: a skipping map, filter (with a budget), flatmap and
+/// collate.
+dpipe::IterPipe<int> skipping_nodes() {
+  return iter::from(range(60))
+      .map(
+          [](int x) {
+            if (x % 5 == 3) throw std::runtime_error("map " + std::to_string(x));
+            return x;
+          },
+          OnError::skip())
+      .filter(
+          [](const int& x) {
+            if (x % 7 == 6) throw std::runtime_error("filter " + std::to_string(x));
+            return x % 2 == 0 || x % 3 == 0;
+          },
+          OnError::skip(10))
+      .flatmap(
+          [](int x) {
+            if (x % 11 == 10) throw std::runtime_error("flatmap " + std::to_string(x));
+            return std::vector<int>{x, x + 100, x + 200};
+          },
+          OnError::skip())
+      .batch(4)
+      .collate(
+          [](const std::vector<int>& batch) {
+            int sum = 0;
+            for (int x : batch) sum += x;
+            if (sum % 9 == 0) throw std::runtime_error("collate " + std::to_string(sum));
+            return sum;
+          },
+          OnError::skip());
+}
+
+TEST_CASE("OnError::skip: a checkpoint of skipping nodes written before map filter and flatmap held the policy",
+          "[iter][error_policy][state]") {
+  // tests/data/skipping_nodes.bin: graph::save_state of skipping_nodes() after its first three
+  // outputs (302, 412, 350), written by dpipe 6926bea, whose skipping nodes were SkipOnError
+  // nodes: each saved its element index, its skip count and its pending outputs (the flatmap's
+  // five).
+  const LogCapture log;
+  const auto pipe = skipping_nodes();
+  dpipe::graph::load_state(pipe, dpipe::testing::test_data("skipping_nodes.bin"));
+  CHECK(collect(pipe) == std::vector<int>{458, 563, 390, 500, 616, 447, 582, 696, 505, 616, 727});
+
+  // Each node goes on with its element index and its count: what it logs is what the rest of
+  // the epoch logged when the checkpoint was written.
+  const auto logged_by = [&](std::string_view name) {
+    const std::string label = dpipe::graph::find_dps(dpipe::graph::traverse_dps(pipe), name).front()->label() + ": ";
+    std::vector<std::string> messages;
+    for (const auto& message : log.messages()) {
+      if (message.starts_with(label)) messages.push_back(message.substr(label.size()));
+    }
+    return messages;
+  };
+  CHECK(logged_by("map") ==
+        std::vector<std::string>{"fn threw on element 18: std::runtime_error: map 18; skipped (4 in this epoch)",
+                                 "fn threw on element 23: std::runtime_error: map 23; skipped (5 in this epoch)",
+                                 "fn threw on element 28: std::runtime_error: map 28; skipped (6 in this epoch)",
+                                 "fn threw on element 33: std::runtime_error: map 33; skipped (7 in this epoch)",
+                                 "fn threw on element 38: std::runtime_error: map 38; skipped (8 in this epoch)",
+                                 "fn threw on element 43: std::runtime_error: map 43; skipped (9 in this epoch)",
+                                 "fn threw on element 48: std::runtime_error: map 48; skipped (10 in this epoch)",
+                                 "fn threw on element 53: std::runtime_error: map 53; skipped (11 in this epoch)",
+                                 "fn threw on element 58: std::runtime_error: map 58; skipped (12 in this epoch)"});
+  CHECK(logged_by("filter") ==
+        std::vector<std::string>{
+            "fn threw on element 16: std::runtime_error: filter 20; skipped (2 of the budget of 10 in this epoch)",
+            "fn threw on element 22: std::runtime_error: filter 27; skipped (3 of the budget of 10 in this epoch)",
+            "fn threw on element 27: std::runtime_error: filter 34; skipped (4 of the budget of 10 in this epoch)",
+            "fn threw on element 33: std::runtime_error: filter 41; skipped (5 of the budget of 10 in this epoch)",
+            "fn threw on element 44: std::runtime_error: filter 55; skipped (6 of the budget of 10 in this epoch)"});
+  CHECK(logged_by("flatmap") ==
+        std::vector<std::string>{"fn threw on element 9: std::runtime_error: flatmap 21; skipped (2 in this epoch)",
+                                 "fn threw on element 14: std::runtime_error: flatmap 32; skipped (3 in this epoch)",
+                                 "fn threw on element 25: std::runtime_error: flatmap 54; skipped (4 in this epoch)"});
+  CHECK(logged_by("collate") ==
+        std::vector<std::string>{"fn threw on element 10: std::runtime_error: collate 558; skipped (2 in this epoch)",
+                                 "fn threw on element 11: std::runtime_error: collate 666; skipped (3 in this epoch)",
+                                 "fn threw on element 12: std::runtime_error: collate 477; skipped (4 in this epoch)"});
+  // The next epoch is a whole one.
+  CHECK(collect(pipe) == std::vector<int>{302, 412, 350, 458, 563, 390, 500, 616, 447, 582, 696, 505, 616, 727});
+
+  // A checkpoint written now has the same fields.
+  const auto keys = [](const std::vector<std::byte>& blob) {
+    std::vector<std::string> result;
+    const auto store = dpipe::StateStore::from_blob(blob);
+    for (const auto& field : store.fields()) result.push_back(field.key);
+    return result;
+  };
+  const auto now = skipping_nodes();
+  CHECK(dpipe::testing::take(now, 3) == std::vector<int>{302, 412, 350});
+  CHECK(keys(dpipe::graph::save_state(now)) == keys(dpipe::testing::test_data("skipping_nodes.bin")));
 }
 
 TEST_CASE("OnError::skip: the same elements and the same budget error with worker processes", "[mp][error_policy]") {

@@ -4,6 +4,7 @@
 // source, and fall back when the run no longer holds.
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <ranges>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/battery.hpp"
+#include "support/log_capture.hpp"
 
 namespace {
 
@@ -21,6 +23,13 @@ namespace iter = dpipe::iter;
 namespace graph = dpipe::graph;
 
 using dpipe::testing::range;
+using dpipe::testing::saved_field;
+
+/// x, throwing std::invalid_argument("5 mod 13") when x % 13 == 5.
+int throws_on_5_mod_13(int x) {
+  if (x % 13 == 5) throw std::invalid_argument("5 mod 13");
+  return x;
+}
 
 /// Every batch of one iteration.
 template <class T>
@@ -35,13 +44,6 @@ std::vector<T> unfused(const dpipe::IterPipe<T>& pipe) {
   auto result = batches(pipe);
   graph::enable_statistics(pipe.ptr(), false);
   return result;
-}
-
-/// The value of field `name` of the node at `path` in a graph checkpoint of `pipe`.
-template <class T, class Pipe>
-T saved_field(const Pipe& pipe, const std::string& path, const std::string& name) {
-  const auto store = dpipe::StateStore::from_blob(graph::save_state(pipe));
-  return dpipe::StateReader(store, "graph/" + path).read<T>(name);
 }
 
 TEST_CASE("fusion: runs fed by a range / by a node yield what the nodes yield one by one", "[iter][fusion]") {
@@ -152,6 +154,7 @@ TEST_CASE("fusion: the element that fails is consumed and nothing after it", "[i
 }
 
 TEST_CASE("fusion: checkpoints taken fused restore unfused and the other way round", "[iter][fusion][state]") {
+  const dpipe::testing::LogCapture quiet;
   // One filter followed by a map, and two filters (the first one's read-ahead, left by a node-by-node
   // pull, must drain before the run can pull as one loop again).
   const std::vector<std::function<dpipe::IterPipe<std::vector<int>>()>> makers{
@@ -166,6 +169,27 @@ TEST_CASE("fusion: checkpoints taken fused restore unfused and the other way rou
             .filter([](int x) { return x % 3 != 0; })
             .map([](int x) { return x + 1; })
             .filter([](int x) { return x % 4 != 0; })
+            .batch(6);
+      },
+      // Skipping stages, fed by a range and by a node (the filter's read-ahead, left by a
+      // node-by-node pull, goes through the skipping map when the run drains it).
+      [] {
+        return iter::from(range(300))
+            .map(throws_on_5_mod_13, dpipe::OnError::skip())
+            .filter(
+                [](int x) {
+                  if (x % 17 == 4) throw std::invalid_argument("4 mod 17");
+                  return x % 3 != 0;
+                },
+                dpipe::OnError::skip())
+            .map([](int x) { return x + 1; })
+            .batch(5);
+      },
+      [] {
+        return iter::from(range(300))
+            .header(290)
+            .filter([](int x) { return x % 3 != 0; })
+            .map(throws_on_5_mod_13, dpipe::OnError::skip())
             .batch(6);
       }};
   for (const auto& make : makers) {
@@ -193,6 +217,70 @@ TEST_CASE("fusion: checkpoints taken fused restore unfused and the other way rou
         CHECK(batches(refused) == rest);
       }
     }
+  }
+}
+
+TEST_CASE("fusion: a run with a skipping stage is still one loop and skips what its node skips", "[iter][fusion]") {
+  const dpipe::testing::LogCapture log;
+  std::vector<std::string> calls;
+  const auto make = [&calls] {
+    return iter::from(range(6))
+        .map(
+            [&calls](int x) {
+              calls.push_back("f" + std::to_string(x));
+              if (x == 2) throw std::invalid_argument("two");
+              return x * 10;
+            },
+            dpipe::OnError::skip())
+        .filter([&calls](int x) {
+          calls.push_back("g" + std::to_string(x));
+          return x != 40;
+        })
+        .batch(8);
+  };
+  const std::vector<std::vector<int>> expected{{0, 10, 30, 50}};
+  const auto fused = make();
+  CHECK(batches(fused) == expected);
+  CHECK(calls == std::vector<std::string>{"f0", "g0", "f1", "g10", "f2", "f3", "g30", "f4", "g40", "f5", "g50"});
+  calls.clear();
+  const auto by_node = make();
+  CHECK(unfused(by_node) == expected);
+  CHECK(calls == std::vector<std::string>{"f0", "f1", "f2", "f3", "f4", "f5", "g0", "g10", "g30", "g40", "g50"});
+  const auto skipped_by = [](const dpipe::IterPipe<std::vector<int>>& pipe) {
+    return graph::find_dps(graph::traverse_dps(pipe), "map").front()->label() +
+           ": fn threw on element 2: std::invalid_argument: two; skipped (1 in this epoch)";
+  };
+  CHECK(log.messages() == std::vector<std::string>{skipped_by(fused), skipped_by(by_node)});
+}
+
+TEST_CASE("fusion: past the budget of a skipping stage the run fails where its node fails", "[iter][fusion]") {
+  const dpipe::testing::LogCapture quiet;
+  for (const bool fused : {true, false}) {
+    INFO((fused ? "fused" : "node by node"));
+    auto pipe = iter::from(range(30))
+                    .map(
+                        [](int x) {
+                          if (x % 5 == 3) throw std::runtime_error("bad " + std::to_string(x));
+                          return x * 10;
+                        },
+                        dpipe::OnError::skip(2))
+                    .filter([](int) { return true; })
+                    .batch(4);
+    if (!fused) graph::enable_statistics(pipe.ptr());
+    const std::string label = graph::find_dps(graph::traverse_dps(pipe), "map").front()->label();
+    std::vector<std::vector<int>> got;
+    CHECK_THROWS_MATCHES(
+        [&] {
+          for (auto& batch : pipe) got.push_back(batch);
+        }(),
+        dpipe::ElementError,
+        Catch::Message(label +
+                       ": fn threw on element 13: std::runtime_error: bad 13; that is 3 failed elements in this epoch, "
+                       "more than the error budget of 2 (OnError::skip)"));
+    CHECK(got == std::vector<std::vector<int>>{{0, 10, 20, 40}, {50, 60, 70, 90}});
+    CHECK(saved_field<std::uint64_t>(pipe, "batch/filter/map/from", "position") == 14);
+    CHECK(saved_field<std::uint64_t>(pipe, "batch/filter/map", "index") == 14);
+    CHECK(saved_field<std::uint64_t>(pipe, "batch/filter/map", "skipped") == 2);
   }
 }
 

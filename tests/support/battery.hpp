@@ -75,6 +75,14 @@ std::vector<T> rest(const IterPipe<T>& pipe) {
   return out;
 }
 
+/// The value of field `name` of the node at `path` ("batch/filter") in a graph checkpoint of
+/// `pipe`.
+template <class T, class Pipe>
+T saved_field(const Pipe& pipe, const std::string& path, const std::string& name) {
+  const auto store = StateStore::from_blob(graph::save_state(pipe));
+  return StateReader(store, "graph/" + path).read<T>(name);
+}
+
 /// Runs the battery on the pipes `make()` builds (each call must build a fresh, identically
 /// configured graph, seeded identically when it is random).
 template <class Make, class T = typename std::invoke_result_t<Make&>::value_type>

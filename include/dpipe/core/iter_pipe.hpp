@@ -82,24 +82,18 @@ class IterPipe : public std::ranges::view_base {
 
   /// Applies `fn` to each element. Returns an IterPipe of fn's result (a handle that remembers the
   /// run of maps and filters it ends, so that the run pulls as one loop: see iter/detail/fusion.hpp).
+  /// Under OnError::skip() the elements fn throws on are dropped, logged and counted (see
+  /// <dpipe/core/error_policy.hpp>), and the length is unknown.
   template <map_fn<T> F>
-  [[nodiscard]] auto map(F fn) const;
-  /// map(fn) with an error policy: under OnError::skip() the elements fn throws on are dropped,
-  /// logged and counted (see <dpipe/core/error_policy.hpp>), and the length is unknown.
-  template <map_fn<T> F>
-  [[nodiscard]] IterPipe<map_result_t<F, T>> map(F fn, OnError on_error) const;
-  /// Keeps the elements for which `pred` is true. Returns an IterPipe<T> (as map does).
+  [[nodiscard]] auto map(F fn, OnError on_error = OnError::raise()) const;
+  /// Keeps the elements for which `pred` is true, with an error policy as map's. Returns an
+  /// IterPipe<T> (as map does).
   template <filter_fn<T> F>
-  [[nodiscard]] auto filter(F pred) const;
-  /// filter(pred) with an error policy (as map's).
-  template <filter_fn<T> F>
-  [[nodiscard]] IterPipe<T> filter(F pred, OnError on_error) const;
-  /// Applies `fn` to each element and yields the elements of the range it returns.
+  [[nodiscard]] auto filter(F pred, OnError on_error = OnError::raise()) const;
+  /// Applies `fn` to each element and yields the elements of the range it returns, with an error
+  /// policy as map's.
   template <flatmap_fn<T> F>
-  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn) const;
-  /// flatmap(fn) with an error policy (as map's).
-  template <flatmap_fn<T> F>
-  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn, OnError on_error) const;
+  [[nodiscard]] IterPipe<flatmap_result_t<F, T>> flatmap(F fn, OnError on_error = OnError::raise()) const;
   /// Groups consecutive elements into vectors of `batch_size`; the last one may be shorter
   /// unless `drop_last`.
   [[nodiscard]] IterPipe<std::vector<T>> batch(std::size_t batch_size, bool drop_last = false) const;

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// `map(fn)` (torchdata's Mapper) and `collate(fn)` (Collator, a Mapper on batches): applies fn
-/// to each element. Stateless; the length is the source's. Consecutive map and filter nodes built
-/// in one chain run as one loop (see <dpipe/iter/detail/fusion.hpp>).
+/// to each element, under an error policy (see <dpipe/iter/mapper.hpp>). Consecutive map and
+/// filter nodes built in one chain run as one loop (see <dpipe/iter/detail/fusion.hpp>).
 
 #include <string>
 #include <utility>
@@ -10,33 +10,20 @@
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/fusion.hpp>
 #include <dpipe/iter/mapper.hpp>
-#include <dpipe/iter/skip_on_error.hpp>
 
 namespace dpipe {
 
 template <class T>
 template <map_fn<T> F>
-auto IterPipe<T>::map(F fn) const {
-  return detail::ElementwisePipe<void, T>(*this).map(std::move(fn));
-}
-
-template <class T>
-template <map_fn<T> F>
-IterPipe<map_result_t<F, T>> IterPipe<T>::map(F fn, OnError on_error) const {
-  if (!on_error.skips()) return map(std::move(fn));
-  return iter::make_skipping<map_result_t<F, T>>(*this, iter::MapStep<F>{std::move(fn)}, on_error,
-                                                 iter::Mapper<T, F>::kName);
+auto IterPipe<T>::map(F fn, OnError on_error) const {
+  return detail::ElementwisePipe<void, T>(*this).map(std::move(fn), on_error);
 }
 
 template <class T>
 template <map_fn<T> F>
 IterPipe<map_result_t<F, T>> IterPipe<T>::collate(F fn, OnError on_error) const {
   using Collator = iter::Mapper<T, F>;
-  if (on_error.skips()) {
-    return iter::make_skipping<map_result_t<F, T>>(*this, iter::MapStep<F>{std::move(fn)}, on_error,
-                                                   Collator::kCollateName);
-  }
-  return make_iter<Collator>(*this, std::move(fn), std::string(Collator::kCollateName));
+  return make_iter<Collator>(*this, std::move(fn), on_error, std::string(Collator::kCollateName));
 }
 
 template <class T>
@@ -60,15 +47,9 @@ template <class F>
   return PipeAdaptor{[on_error](const auto& source) { return source.collate(on_error); }};
 }
 
-/// `src | iter::map(fn)`.
+/// `src | iter::map(fn)`, `src | iter::map(fn, OnError::skip())`.
 template <class F>
-[[nodiscard]] auto map(F fn) {
-  return PipeAdaptor{[fn = std::move(fn)](const auto& source) { return source.map(fn); }};
-}
-
-/// `src | iter::map(fn, OnError::skip())`.
-template <class F>
-[[nodiscard]] auto map(F fn, OnError on_error) {
+[[nodiscard]] auto map(F fn, OnError on_error = OnError::raise()) {
   return PipeAdaptor{[fn = std::move(fn), on_error](const auto& source) { return source.map(fn, on_error); }};
 }
 

@@ -13,6 +13,12 @@
 /// Otherwise the last node pulls on its own, node by node. Both ways leave the same state behind:
 /// matches read ahead wait in the last filter's buffer, positions advance in the source, so a
 /// checkpoint taken either way restores either way.
+///
+/// The run calls each node's own step (Mapper::apply, Filter::keeps), so a stage whose error
+/// policy skips (OnError::skip()) skips, logs and counts in the run as on its own. Whether some
+/// stage skips is decided once per pull: a run where none does runs a loop with no check of a
+/// policy, and a run where one does reads from a node no more than it needs, as a skipping node
+/// does on its own.
 
 #include <algorithm>
 #include <cstddef>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include <dpipe/core/concepts.hpp>
+#include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/fused_run.hpp>
 #include <dpipe/iter/filter_node.hpp>
@@ -91,19 +98,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   std::size_t pull(IterDataPipeBase& last, std::vector<Out>& out, std::size_t n) override {
     if (!bind(last) || !quiet(std::make_index_sequence<kStages>{})) return FusedRun<Out>::kNotHeld;
     ensure_current(std::make_index_sequence<kStages>{});
-    Sink sink(out, n);
-    try {
-      if constexpr (kHasFilter) {
-        auto& pending = std::get<kLastFilter>(nodes_)->pending_;
-        while (!sink.full() && !pending.empty()) push<kLastFilter + 1, Origin::kOneByOne>(pending.take(), sink);
-      }
-      if (!sink.full()) feed(sink);
-    } catch (...) {
-      sink.finish();
-      throw;
-    }
-    sink.finish();
-    return sink.produced;
+    return may_skip_ ? pull_through<true>(out, n) : pull_through<false>(out, n);
   }
 
  private:
@@ -146,6 +141,26 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   template <std::size_t I>
   using NodeAt = std::remove_pointer_t<std::tuple_element_t<I, Nodes>>;
 
+  /// Pulls up to `n` elements through the bound run; kMaySkip: whether some stage's policy skips.
+  template <bool kMaySkip>
+  std::size_t pull_through(std::vector<Out>& out, std::size_t n) {
+    Sink sink(out, n);
+    try {
+      if constexpr (kHasFilter) {
+        auto& pending = std::get<kLastFilter>(nodes_)->pending_;
+        while (!sink.full() && !pending.empty()) {
+          push<kLastFilter + 1, Origin::kOneByOne, kMaySkip>(pending.take(), sink);
+        }
+      }
+      if (!sink.full()) feed<kMaySkip>(sink);
+    } catch (...) {
+      sink.finish();
+      throw;
+    }
+    sink.finish();
+    return sink.produced;
+  }
+
   /// Finds the run's nodes from `last` down, unless they are still the ones found before.
   bool bind(IterDataPipeBase& last) {
     if (bound_ && std::get<kStages - 1>(nodes_) == &last && still_bound(std::make_index_sequence<kStages>{})) {
@@ -156,7 +171,13 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
     if (node == nullptr) return false;
     std::get<kStages - 1>(nodes_) = node;
     bound_ = bind_below<kStages - 1>();
+    may_skip_ = bound_ && some_stage_skips(std::make_index_sequence<kStages>{});
     return bound_;
+  }
+
+  template <std::size_t... I>
+  [[nodiscard]] bool some_stage_skips(std::index_sequence<I...> /*stages*/) const {
+    return (std::get<I>(nodes_)->policy_.skips() || ...);
   }
 
   template <std::size_t I>
@@ -218,10 +239,10 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   /// as soon as it is, so their loops carry neither the check nor the pass count.
   enum class Origin { kOneByOne, kBlock };
 
-  /// Runs `element`, an input of stage I, through stages I and on. An element of a block that
-  /// passed the last filter once `sink` is full waits in that filter's buffer, as its own
-  /// read-ahead would.
-  template <std::size_t I, Origin kOrigin, class X>
+  /// Runs `element`, an input of stage I, through stages I and on, each stage by its node's step.
+  /// An element of a block that passed the last filter once `sink` is full waits in that filter's
+  /// buffer, as its own read-ahead would.
+  template <std::size_t I, Origin kOrigin, bool kMaySkip, class X>
   void push(X&& element, Sink& sink) {
     if constexpr (kOrigin == Origin::kBlock && kHasFilter && I == kLastFilter + 1) {
       ++sink.passed;
@@ -233,23 +254,29 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
     if constexpr (I == kStages) {
       sink.emit(std::forward<X>(element));
     } else if constexpr (kFilters[I]) {
-      if (std::get<I>(nodes_)->pred_(std::as_const(element))) push<I + 1, kOrigin>(std::forward<X>(element), sink);
+      if (std::get<I>(nodes_)->template keeps<kMaySkip>(std::as_const(element))) {
+        push<I + 1, kOrigin, kMaySkip>(std::forward<X>(element), sink);
+      }
     } else {
-      push<I + 1, kOrigin>(std::get<I>(nodes_)->fn_(std::forward<X>(element)), sink);
+      std::get<I>(nodes_)->template apply<kMaySkip>(std::forward<X>(element), [&](auto&& mapped) {
+        push<I + 1, kOrigin, kMaySkip>(std::forward<decltype(mapped)>(mapped), sink);
+      });
     }
   }
 
   /// Feeds the run from its head until `sink` is full or the head ends.
+  template <bool kMaySkip>
   void feed(Sink& sink) {
     if constexpr (!std::is_void_v<Head>) {
-      feed_from_range(sink);
+      feed_from_range<kMaySkip>(sink);
     } else {
-      feed_from_node(sink);
+      feed_from_node<kMaySkip>(sink);
     }
   }
 
   /// Iterates the range source itself, one element at a time: nothing is read past what fills the
   /// sink. The element that fails (if one does) is consumed, as the source's own pull would.
+  template <bool kMaySkip>
   void feed_from_range(Sink& sink) {
     Head& head = *head_;
     if (!head.it_) return;
@@ -274,7 +301,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
         const auto step = [&] {
           In element(*it);
           ++it;
-          push<0, Origin::kOneByOne>(std::move(element), sink);
+          push<0, Origin::kOneByOne, kMaySkip>(std::move(element), sink);
         };
         for (auto left = Access::distance(it, end); left >= 4 && sink.wanted - sink.produced >= 4; left -= 4) {
           step();
@@ -287,7 +314,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
         In element(*it);
         ++it;
         if constexpr (!Access::kRandomAccess) ++consumed;
-        push<0, Origin::kOneByOne>(std::move(element), sink);
+        push<0, Origin::kOneByOne, kMaySkip>(std::move(element), sink);
       }
     } catch (...) {
       write_back();
@@ -297,12 +324,13 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   }
 
   /// Pulls from the node feeding the run in blocks (as large as the pass ratio so far suggests when
-  /// the run filters) and runs each block through the stages in one loop.
+  /// the run filters and no stage skips) and runs each block through the stages in one loop.
+  template <bool kMaySkip>
   void feed_from_node(Sink& sink) {
     auto& input = std::get<0>(nodes_)->source_;
     while (!sink.full()) {
       const std::size_t wanted = sink.wanted - sink.produced;
-      const std::size_t to_read = kHasFilter ? estimate_reads(wanted) : wanted;
+      const std::size_t to_read = kHasFilter && !kMaySkip ? estimate_reads(wanted) : wanted;
       staging_.clear();
       std::size_t got = 0;
       try {
@@ -310,12 +338,12 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
       } catch (...) {
         // What the source appended before failing precedes the failure.
         const std::exception_ptr failure = std::current_exception();
-        for (auto& element : staging_) push<0, Origin::kBlock>(std::move(element), sink);
+        for (auto& element : staging_) push<0, Origin::kBlock, kMaySkip>(std::move(element), sink);
         std::rethrow_exception(failure);
       }
       read_ += got;
       const std::size_t passed_before = sink.passed;
-      for (auto& element : staging_) push<0, Origin::kBlock>(std::move(element), sink);
+      for (auto& element : staging_) push<0, Origin::kBlock, kMaySkip>(std::move(element), sink);
       passed_ += sink.passed - passed_before;
       if (got < to_read) break;
     }
@@ -331,6 +359,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   Nodes nodes_{};
   std::conditional_t<std::is_void_v<Head>, std::nullptr_t, Head*> head_ = nullptr;
   bool bound_ = false;
+  bool may_skip_ = false;    // some stage's policy skips (the policies of bound nodes never change)
   std::vector<In> staging_;  // a block read from the node feeding the run
   std::size_t read_ = 0;     // elements read from that node, and how many of them passed every
   std::size_t passed_ = 0;   // filter: the pass ratio
@@ -345,18 +374,15 @@ class ElementwisePipe : public IterPipe<typename RunTypes<In, Stages...>::out> {
  public:
   explicit ElementwisePipe(const IterPipe<Out>& pipe) : IterPipe<Out>(pipe) {}
 
-  using IterPipe<Out>::map;  // with an error policy
-  using IterPipe<Out>::filter;
-
   /// IterPipe::map, extending the run.
   template <map_fn<Out> F>
-  [[nodiscard]] auto map(F fn) const {
-    return extend<MapStage<F>>(std::make_shared<iter::Mapper<Out, F>>(*this, std::move(fn)));
+  [[nodiscard]] auto map(F fn, OnError on_error = OnError::raise()) const {
+    return extend<MapStage<F>>(std::make_shared<iter::Mapper<Out, F>>(*this, std::move(fn), on_error));
   }
   /// IterPipe::filter, extending the run.
   template <filter_fn<Out> G>
-  [[nodiscard]] auto filter(G pred) const {
-    return extend<FilterStage<G>>(std::make_shared<iter::Filter<Out, G>>(*this, std::move(pred)));
+  [[nodiscard]] auto filter(G pred, OnError on_error = OnError::raise()) const {
+    return extend<FilterStage<G>>(std::make_shared<iter::Filter<Out, G>>(*this, std::move(pred), on_error));
   }
 
  private:
