@@ -51,7 +51,7 @@ void ElementSkipper::skip_current_or_throw(const DataPipe& node, std::uint64_t i
   skip_or_throw(node, index, describe(std::current_exception()));
 }
 
-void ElementSkipper::load(const StateReader& reader) {
+void ElementSkipper::load_state(const StateReader& reader) {
   const auto skipped = reader.read<std::uint64_t>("skipped");
   if (policy_.budget && skipped > *policy_.budget) {
     DPIPE_THROW(StateError, "{}: the checkpoint skipped {} elements, more than the error budget of {}", reader.name(),

@@ -220,9 +220,9 @@ bool CsvCursor::next(Sink& row, std::string_view node) {
 template bool CsvCursor::next(CsvFieldsSink& row, std::string_view node);
 template bool CsvCursor::next(CsvBlockSink& row, std::string_view node);
 
-void CsvCursor::load(const StateReader& reader, std::string_view node) {
+void CsvCursor::load_state(const StateReader& reader, std::string_view node) {
   // A checkpoint is taken between rows, after the skipped lines.
-  lines_skipped_ = FileCursor::load(reader, node);
+  lines_skipped_ = FileCursor::load_state(reader, node);
 }
 
 }  // namespace dpipe::io::detail

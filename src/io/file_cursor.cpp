@@ -44,13 +44,13 @@ std::size_t FileCursor::read_direct(char* data, std::size_t size, std::string_vi
   }
 }
 
-void FileCursor::save(StateWriter& writer) const {
+void FileCursor::save_state(StateWriter& writer) const {
   FilePosition position;
   if (reading()) position = {true, file_->origin(), next_offset(), count_};
   writer.write("position", position);
 }
 
-bool FileCursor::load(const StateReader& reader, std::string_view node) {
+bool FileCursor::load_state(const StateReader& reader, std::string_view node) {
   close();
   const auto position = reader.read<FilePosition>("position");
   if (!position.reading) return false;

@@ -200,11 +200,11 @@ JsonFilesParser::~JsonFilesParser() = default;
 NodeSettings JsonFilesParser::settings() const { return {{"max_file_bytes", std::to_string(options_.max_file_bytes)}}; }
 
 bool JsonFilesParser::save_state(StateWriter& writer) const {
-  skipper_.save(writer);
+  skipper_.save_state(writer);
   return true;
 }
 
-void JsonFilesParser::load_state(const StateReader& reader) { skipper_.load(reader); }
+void JsonFilesParser::load_state(const StateReader& reader) { skipper_.load_state(reader); }
 
 void JsonFilesParser::read_all(OpenedFile& file) {
   size_ = 0;

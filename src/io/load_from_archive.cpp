@@ -150,7 +150,7 @@ bool ArchiveLoader::save_state(StateWriter& writer) const {
   writer.write("header", open_ ? open_->yielded_header : std::uint64_t{0});
   writer.write("member", open_ ? open_->yielded_name : std::string());
   writer.write("compressed", open_ && open_->stream().compressed());
-  skipper_.save(writer);
+  skipper_.save_state(writer);
   return true;
 }
 
@@ -160,7 +160,7 @@ void ArchiveLoader::load_state(const StateReader& reader) {
   const auto header = reader.read<std::uint64_t>("header");
   const auto name = reader.read<std::string>("member");
   const auto compressed = reader.read<bool>("compressed");
-  skipper_.load(reader);
+  skipper_.load_state(reader);
   if (origin.empty()) return;
   try {
     // A plain archive is opened at the member's header; a compressed one is read from its start.

@@ -98,7 +98,7 @@ void RecordMerge<Order>::save_state(StateWriter& writer) const {
   order_.save_state(writer);
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     StateWriter input = writer.scope("input" + std::to_string(i));
-    inputs_[i].save(input);
+    inputs_[i].save_state(input);
   }
 }
 
@@ -107,7 +107,7 @@ void RecordMerge<Order>::load_state(const StateReader& reader) {
   Order order(inputs_.size());
   order.load_state(reader);
   release_held();
-  for (std::size_t i = 0; i < inputs_.size(); ++i) inputs_[i].load(reader.scope("input" + std::to_string(i)));
+  for (std::size_t i = 0; i < inputs_.size(); ++i) inputs_[i].load_state(reader.scope("input" + std::to_string(i)));
   order_ = std::move(order);
   expected_ = generation_();
   failure_.reset();

@@ -174,7 +174,7 @@ void RecordStream::adopt_elements(const std::string& scope, std::vector<Stored>&
   }
 }
 
-void RecordStream::save(StateWriter& writer) const {
+void RecordStream::save_state(StateWriter& writer) const {
   std::vector<Stored> stored(stored_.begin(), stored_.end());
   if (link_.handoff != nullptr) {
     for (auto& record : stored) {
@@ -184,7 +184,7 @@ void RecordStream::save(StateWriter& writer) const {
   writer.write("stored", stored);
 }
 
-void RecordStream::load(const StateReader& reader) {
+void RecordStream::load_state(const StateReader& reader) {
   auto stored = reader.read<std::vector<Stored>>("stored");
   for (auto& record : stored) {
     if (record.kind != RecordKind::kElement && record.kind != RecordKind::kEnd && record.kind != RecordKind::kError) {

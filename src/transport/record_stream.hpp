@@ -103,8 +103,8 @@ class RecordStream {
 
   /// Checkpoints: the stored records, elements encoded with their Serializer whether they are
   /// bytes or handles, so that worker processes and worker threads read each other's checkpoints.
-  void save(StateWriter& writer) const;
-  void load(const StateReader& reader);
+  void save_state(StateWriter& writer) const;
+  void load_state(const StateReader& reader);
   /// Whether a stored record is of kind `kind`.
   [[nodiscard]] bool stores(RecordKind kind) const noexcept {
     return std::ranges::any_of(stored_, [kind](const Stored& stored) { return stored.kind == kind; });

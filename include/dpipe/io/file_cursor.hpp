@@ -46,10 +46,10 @@ class FileCursor {
   void close() noexcept;
 
   /// Saves the file, the offset of the next unit and count_ (a FilePosition, "position").
-  void save(StateWriter& writer) const;
+  void save_state(StateWriter& writer) const;
   /// Reopens the saved file at the saved offset and restores count_; StateError naming `node`
   /// when it cannot. Returns whether a file is being read again.
-  bool load(const StateReader& reader, std::string_view node);
+  bool load_state(const StateReader& reader, std::string_view node);
 
  protected:
   FileCursor() = default;

@@ -36,15 +36,15 @@ class FileReader : public IterDataPipe<Out> {
   [[nodiscard]] std::uint64_t skipped() const noexcept { return skipper_.skipped(); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const final {
-    cursor_.save(writer);
+    cursor_.save_state(writer);
     save_more(writer);
-    skipper_.save(writer);
+    skipper_.save_state(writer);
     return true;
   }
   void load_state(const StateReader& reader) final {
-    cursor_.load(reader, this->label());
+    cursor_.load_state(reader, this->label());
     load_more(reader);
-    skipper_.load(reader);
+    skipper_.load_state(reader);
   }
 
  protected:

@@ -48,8 +48,8 @@ class ClassifierRouter {
     return static_cast<std::size_t>(*index);
   }
   void restart() {}
-  void save(StateWriter& /*writer*/) const {}
-  void load(const StateReader& /*reader*/) {}
+  void save_state(StateWriter& /*writer*/) const {}
+  void load_state(const StateReader& /*reader*/) {}
   [[nodiscard]] std::optional<std::size_t> child_length(std::size_t /*child*/, std::size_t /*n*/,
                                                         std::optional<std::size_t> /*source_length*/) const {
     return std::nullopt;
@@ -70,8 +70,8 @@ class RoundRobinRouter {
     return static_cast<std::size_t>(next_++ % n);
   }
   void restart() { next_ = 0; }
-  void save(StateWriter& writer) const { writer.write("next", next_); }
-  void load(const StateReader& reader) { next_ = reader.read<std::uint64_t>("next"); }
+  void save_state(StateWriter& writer) const { writer.write("next", next_); }
+  void load_state(const StateReader& reader) { next_ = reader.read<std::uint64_t>("next"); }
   [[nodiscard]] std::optional<std::size_t> child_length(std::size_t child, std::size_t n,
                                                         std::optional<std::size_t> source_length) const {
     if (!source_length) return std::nullopt;
@@ -140,7 +140,7 @@ class Demultiplexer final : public detail::SharedBuffer {
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     save_generations(writer);
     writer.write("source_ended", source_ended_);
-    router_.save(writer);
+    router_.save_state(writer);
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
       detail::write_elements<T>(writer, "buffer" + std::to_string(i), *this, *buffers_[i]);
     }
@@ -150,7 +150,7 @@ class Demultiplexer final : public detail::SharedBuffer {
   void load_state(const StateReader& reader) override {
     load_generations(reader);
     source_ended_ = reader.read<bool>("source_ended");
-    router_.load(reader);
+    router_.load_state(reader);
     buffered_ = 0;
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
       auto& buffer = *buffers_[i];

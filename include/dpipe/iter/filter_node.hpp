@@ -51,13 +51,13 @@ class Filter final : public IterDataPipe<T> {
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<Filter>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    if (policy_.skips()) policy_.save(writer);
-    pending_.save(writer, "pending", *this);
+    if (policy_.skips()) policy_.save_state(writer);
+    pending_.save_state(writer, "pending", *this);
     return true;
   }
   void load_state(const StateReader& reader) override {
-    if (policy_.skips()) policy_.load(reader);
-    pending_.load(reader, "pending", *this);
+    if (policy_.skips()) policy_.load_state(reader);
+    pending_.load_state(reader, "pending", *this);
   }
 
  protected:

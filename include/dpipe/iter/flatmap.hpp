@@ -43,11 +43,11 @@ class FlatMapper final : public detail::ExpandingPipe<flatmap_result_t<F, T>, Fl
   [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<FlatMapper>(*this); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    if (policy_.skips()) policy_.save(writer);
+    if (policy_.skips()) policy_.save_state(writer);
     return Base::save_state(writer);
   }
   void load_state(const StateReader& reader) override {
-    if (policy_.skips()) policy_.load(reader);
+    if (policy_.skips()) policy_.load_state(reader);
     Base::load_state(reader);
   }
 

@@ -57,7 +57,7 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     if (policy_.skips()) {
-      policy_.save(writer);
+      policy_.save_state(writer);
       // Outputs not yet handed out: a map hands out all it makes, so none; the field is the one
       // every skipping node writes, which checkpoints of skipping maps have always held.
       detail::write_elements<U>(writer, "pending", *this, std::span<const U>());
@@ -66,7 +66,7 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
   }
   void load_state(const StateReader& reader) override {
     if (!policy_.skips()) return;
-    policy_.load(reader);
+    policy_.load_state(reader);
     (void)detail::read_elements<U>(reader, "pending", *this);
   }
 

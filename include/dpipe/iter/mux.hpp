@@ -28,12 +28,12 @@ class Multiplexer final : public IterDataPipe<T> {
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
     writer.write("ended", ended_);
-    round_.save(writer, "round", *this);
+    round_.save_state(writer, "round", *this);
     return true;
   }
   void load_state(const StateReader& reader) override {
     ended_ = reader.read<bool>("ended");
-    round_.load(reader, "round", *this);
+    round_.load_state(reader, "round", *this);
   }
 
  protected:

@@ -44,13 +44,13 @@ class Shuffler final : public IterDataPipe<T>, public ShufflingDataPipe {
   [[nodiscard]] std::size_t buffer_size() const noexcept { return state_.buffer_size(); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    const std::vector<std::size_t> kept = state_.save(writer, buffer_->size());
+    const std::vector<std::size_t> kept = state_.save_state(writer, buffer_->size());
     detail::write_elements<T>(writer, "buffer", *this,
                               std::views::transform(kept, [this](std::size_t i) -> const T& { return (*buffer_)[i]; }));
     return true;
   }
   void load_state(const StateReader& reader) override {
-    state_.load(reader);
+    state_.load_state(reader);
     buffer_ = detail::read_elements<T>(reader, "buffer", *this);
     state_.loaded_buffer(buffer_->size(), *this);
   }

@@ -67,7 +67,7 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>>, private 
   void stop_background() override { queue_.stop(); }
 
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    const std::vector<const detail::MapTask*> ready = queue_.save(writer, *this);
+    const std::vector<const detail::MapTask*> ready = queue_.save_state(writer, *this);
     detail::write_elements<U>(writer, "results", *this,
                               std::views::transform(ready, [](const detail::MapTask* task) -> const U& {
                                 return *static_cast<const Task*>(task)->output;
@@ -77,7 +77,7 @@ class ThreadPoolMapper final : public IterDataPipe<map_result_t<F, T>>, private 
 
   void load_state(const StateReader& reader) override {
     auto results = detail::read_elements<U>(reader, "results", *this);
-    const std::vector<detail::MapTask*> to_fill = queue_.load(reader, *this, results.size(), *this);
+    const std::vector<detail::MapTask*> to_fill = queue_.load_state(reader, *this, results.size(), *this);
     for (std::size_t i = 0; i < to_fill.size(); ++i)
       static_cast<Task*>(to_fill[i])->output.emplace(std::move(results[i]));
   }

@@ -82,7 +82,7 @@ void PoolMapQueue::reset() {
 
 bool PoolMapQueue::running() const noexcept { return pool_ && pool_->running(); }
 
-std::vector<const MapTask*> PoolMapQueue::save(StateWriter& writer, const DataPipe& node) const {
+std::vector<const MapTask*> PoolMapQueue::save_state(StateWriter& writer, const DataPipe& node) const {
   require_stopped(running(), node);
   writer.write("next_index", next_index_);
   writer.write("source_ended", source_ended_);
@@ -101,14 +101,14 @@ std::vector<const MapTask*> PoolMapQueue::save(StateWriter& writer, const DataPi
     failures.push_back(task->failure());
   }
   if (skipper_.policy().skips()) {
-    skipper_.save(writer);
+    skipper_.save_state(writer);
     writer.write("failed", failed);
     writer.write("failures", failures);
   }
   return results;
 }
 
-std::vector<MapTask*> PoolMapQueue::load(const StateReader& reader, const DataPipe& node, std::size_t results,
+std::vector<MapTask*> PoolMapQueue::load_state(const StateReader& reader, const DataPipe& node, std::size_t results,
                                          Hooks& hooks) {
   stop();
   // Read and checked aside: the queue changes only once the whole state was accepted.
@@ -118,7 +118,7 @@ std::vector<MapTask*> PoolMapQueue::load(const StateReader& reader, const DataPi
   std::vector<std::uint64_t> failed;
   std::vector<std::string> failures;
   if (skipper.policy().skips()) {
-    skipper.load(reader);
+    skipper.load_state(reader);
     failed = reader.read<std::vector<std::uint64_t>>("failed");
     failures = reader.read<std::vector<std::string>>("failures");
     if (failures.size() != failed.size()) {

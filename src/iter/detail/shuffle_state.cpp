@@ -28,7 +28,7 @@ void ShuffleState::start_draining(std::size_t buffered) {
   drain_.assign(buffered);
 }
 
-std::vector<std::size_t> ShuffleState::save(StateWriter& writer, std::size_t buffered) const {
+std::vector<std::size_t> ShuffleState::save_state(StateWriter& writer, std::size_t buffered) const {
   writer.write("enabled", enabled_);
   writer.write("pending_seed", pending_seed_);
   writer.write("draining", draining_);
@@ -40,7 +40,7 @@ std::vector<std::size_t> ShuffleState::save(StateWriter& writer, std::size_t buf
   return kept;
 }
 
-void ShuffleState::load(const StateReader& reader) {
+void ShuffleState::load_state(const StateReader& reader) {
   enabled_ = reader.read<bool>("enabled");
   pending_seed_ = reader.read<std::optional<std::uint64_t>>("pending_seed");
   draining_ = reader.read<bool>("draining");

@@ -42,8 +42,8 @@ class ElementSkipper {
   /// A new epoch: nothing skipped.
   void reset() noexcept { skipped_ = 0; }
 
-  void save(StateWriter& writer) const { writer.write("skipped", skipped_); }
-  void load(const StateReader& reader);
+  void save_state(StateWriter& writer) const { writer.write("skipped", skipped_); }
+  void load_state(const StateReader& reader);
 
  private:
   /// Counts `failure` as skipped and logs it, or throws ElementError past the budget.

@@ -65,12 +65,12 @@ class Pending {
   }
 
   /// Writes the elements not yet taken as field `field`.
-  void save(StateWriter& writer, std::string_view field, const DataPipe& node) const {
+  void save_state(StateWriter& writer, std::string_view field, const DataPipe& node) const {
     write_elements<T>(writer, field, node,
                       std::ranges::subrange(elements_.begin() + static_cast<std::ptrdiff_t>(next_), elements_.end()));
   }
-  /// Reads what save() wrote.
-  void load(const StateReader& reader, std::string_view field, const DataPipe& node) {
+  /// Reads what save_state() wrote.
+  void load_state(const StateReader& reader, std::string_view field, const DataPipe& node) {
     assign(read_elements<T>(reader, field, node));
   }
 

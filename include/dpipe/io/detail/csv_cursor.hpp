@@ -144,7 +144,7 @@ class CsvCursor final : public FileCursor {
   [[nodiscard]] std::uint64_t row_offset() const noexcept { return row_offset_; }
 
   /// Reopens the saved file at the saved offset (FileCursor::load), after its skipped lines.
-  void load(const StateReader& reader, std::string_view node);
+  void load_state(const StateReader& reader, std::string_view node);
 
  private:
   /// Reads the next block once the buffer is consumed; false at the end of the file.

@@ -47,14 +47,14 @@ class ElementPolicy {
   }
 
   /// Writes the fields "index" and "skipped".
-  void save(StateWriter& writer) const {
+  void save_state(StateWriter& writer) const {
     writer.write("index", index_);
-    skipper_.save(writer);
+    skipper_.save_state(writer);
   }
-  /// Reads what save() wrote; StateError when the count is over the budget.
-  void load(const StateReader& reader) {
+  /// Reads what save_state() wrote; StateError when the count is over the budget.
+  void load_state(const StateReader& reader) {
     index_ = reader.read<std::uint64_t>("index");
-    skipper_.load(reader);
+    skipper_.load_state(reader);
   }
 
  private:

@@ -21,10 +21,10 @@ template <class E, class Derived>
 class ExpandingPipe : public IterDataPipe<E> {
  public:
   [[nodiscard]] bool save_state(StateWriter& writer) const override {
-    pending_.save(writer, "pending", *this);
+    pending_.save_state(writer, "pending", *this);
     return true;
   }
-  void load_state(const StateReader& reader) override { pending_.load(reader, "pending", *this); }
+  void load_state(const StateReader& reader) override { pending_.load_state(reader, "pending", *this); }
 
  protected:
   using IterDataPipe<E>::IterDataPipe;

@@ -84,13 +84,13 @@ class PoolMapQueue {
   /// Writes the position, the source's end and the failures (under OnError::skip) to `writer`;
   /// returns the tasks with a result, in order, whose results the node writes. StateError while
   /// the threads run, or when a failure is pending and the policy raises.
-  std::vector<const MapTask*> save(StateWriter& writer, const DataPipe& node) const;
+  std::vector<const MapTask*> save_state(StateWriter& writer, const DataPipe& node) const;
 
-  /// Reads what save() wrote and rebuilds the queue with `results` saved results, from
+  /// Reads what save_state() wrote and rebuilds the queue with `results` saved results, from
   /// `hooks.restored`; returns the tasks the node fills with those results, in order. StateError
   /// when the state does not fit this node (more results than max_in_flight, or than elements
   /// read; failures out of order).
-  std::vector<MapTask*> load(const StateReader& reader, const DataPipe& node, std::size_t results, Hooks& hooks);
+  std::vector<MapTask*> load_state(const StateReader& reader, const DataPipe& node, std::size_t results, Hooks& hooks);
 
  private:
   /// Reads elements from the source and hands them to the pool while there is room.

@@ -55,10 +55,10 @@ class ShuffleState {
 
   /// Writes the flags and the generator to `writer`; returns the buffer positions (of `buffered`)
   /// still to hand out, in buffer order, which the node writes as its buffer.
-  std::vector<std::size_t> save(StateWriter& writer, std::size_t buffered) const;
-  /// Reads what save() wrote, except the buffer.
-  void load(const StateReader& reader);
-  /// After load(), with the node's restored buffer of `buffered` elements: StateError (naming
+  std::vector<std::size_t> save_state(StateWriter& writer, std::size_t buffered) const;
+  /// Reads what save_state() wrote, except the buffer.
+  void load_state(const StateReader& reader);
+  /// After load_state(), with the node's restored buffer of `buffered` elements: StateError (naming
   /// `node`) when it exceeds buffer_size; starts its drain if the saved node was draining.
   void loaded_buffer(std::size_t buffered, const DataPipe& node);
 
