@@ -295,6 +295,29 @@ TEST_CASE("fusion: a run with a replaced node pulls node by node", "[iter][fusio
   CHECK(batches(pipe) == expected);
 }
 
+/// x + 1, throwing std::invalid_argument("3") on 3 when `fails`: one function type for a map that
+/// raises and one that skips.
+struct PlusOne {
+  bool fails = false;
+  int operator()(int x) const {
+    if (fails && x == 3) throw std::invalid_argument("3");
+    return x + 1;
+  }
+};
+
+TEST_CASE("fusion: a run built without skipping stages does not hold when surgery brings one", "[iter][fusion]") {
+  // The run of the filter was built for stages that raise; graph surgery puts a map of the same
+  // type that skips in the place of the first map. The run must not apply it without its policy.
+  auto first = iter::from(range(8)).map(PlusOne{});
+  auto pipe = first.filter([](int x) { return x % 2 == 0; }).batch(3);
+  const dpipe::testing::LogCapture log;
+  auto skipping =
+      std::make_shared<iter::Mapper<int, PlusOne>>(iter::from(range(8)), PlusOne{true}, dpipe::OnError::skip());
+  (void)graph::replace_dp(graph::traverse_dps(pipe), first.ptr(), skipping);
+  CHECK(batches(pipe) == std::vector<std::vector<int>>{{2, 6, 8}});  // 4 (from 3) skipped
+  CHECK(skipping->counters() == nullptr);
+}
+
 TEST_CASE("fusion: a stale edge inside a run is refused as node by node", "[iter][fusion]") {
   auto mapped = iter::from(range(100)).map([](int x) { return x + 1; });
   auto filtered = mapped.filter([](int x) { return x % 2 == 0; });

@@ -81,7 +81,7 @@ class Filter final : public IterDataPipe<T> {
   }
 
  private:
-  template <class, class, class...>
+  template <class, class, bool, class...>
   friend class detail::FusedRunOf;
 
   /// The step of this node, here and in a fused run: pred(element). When pred throws and the

@@ -188,7 +188,7 @@ class IterableWrapper final : public IterDataPipe<range_element_t<R>> {
     position_ = count;
   }
 
-  template <class, class, class...>
+  template <class, class, bool, class...>
   friend class detail::FusedRunOf;  // a fused run reads the range itself
 
   Storage storage_;

@@ -103,7 +103,7 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
   }
 
  private:
-  template <class, class, class...>
+  template <class, class, bool, class...>
   friend class detail::FusedRunOf;
 
   /// The step of this node, here and in a fused run: hands fn(element) to `emit`. When fn throws

@@ -288,12 +288,11 @@ class DataLoader2 {
     run_.elements.clear();
     run_.next = run_.stop = run_.counted = 0;
     const auto wanted = static_cast<std::size_t>(std::min<std::uint64_t>(granted, read_ahead_.length()));
-    IterDataPipe<T>& source = root();
     const bool timed = read_ahead_.timed();
     const auto start = timed ? Clock::now() : Clock::time_point{};
     std::size_t got = 0;
     try {
-      got = source.pull(run_.elements, wanted);
+      got = root().pull(run_.elements, wanted);
     } catch (...) {
       run_.failure = std::current_exception();  // handed out after the elements before it
       return;

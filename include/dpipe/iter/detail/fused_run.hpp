@@ -38,8 +38,8 @@ class FusedRun {
 };
 
 /// The FusedRun of a run fed by `Head` (a range source node, or void for any other node) whose
-/// first stage reads elements of type `In`.
-template <class Head, class In, class... Stages>
+/// first stage reads elements of type `In`; `kMaySkip` when a stage's error policy may skip.
+template <class Head, class In, bool kMaySkip, class... Stages>
 class FusedRunOf;
 
 /// Copies a node's FusedRun for its clone.

@@ -16,9 +16,11 @@
 ///
 /// The run calls each node's own step (Mapper::apply, Filter::keeps), so a stage whose error
 /// policy skips (OnError::skip()) skips, logs and counts in the run as on its own. Whether some
-/// stage skips is decided once per pull: a run where none does runs a loop with no check of a
-/// policy, and a run where one does reads from a node no more than it needs, as a skipping node
-/// does on its own.
+/// stage skips is known when the run is built, and is part of its type: a run where none does is
+/// the loop with no check of a policy that it was before policies were members of the nodes
+/// (laid out alike: B1 as fast), and does not hold if graph surgery brings a skipping node into
+/// it; a run where one does reads from a node no more than it needs, as a skipping node does on
+/// its own.
 
 #include <algorithm>
 #include <cstddef>
@@ -74,7 +76,10 @@ struct RunTypes<In, Stage, Rest...> {
   using out = typename rest::out;
 };
 
-template <class Head, class In, class... Stages>
+/// The fused run of Stages fed by Head (a range source, or void for any node) with elements of In.
+/// kMaySkip: whether a stage's error policy may skip elements, known when the run is built; a run
+/// built without finds its nodes only while none skips (after graph surgery: else it is not held).
+template <class Head, class In, bool kMaySkip, class... Stages>
 class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> {
   using Out = typename RunTypes<In, Stages...>::out;
   using Nodes = typename RunTypes<In, Stages...>::nodes;
@@ -98,7 +103,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   std::size_t pull(IterDataPipeBase& last, std::vector<Out>& out, std::size_t n) override {
     if (!bind(last) || !quiet(std::make_index_sequence<kStages>{})) return FusedRun<Out>::kNotHeld;
     ensure_current(std::make_index_sequence<kStages>{});
-    return may_skip_ ? pull_through<true>(out, n) : pull_through<false>(out, n);
+    return pull_through(out, n);
   }
 
  private:
@@ -141,18 +146,17 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   template <std::size_t I>
   using NodeAt = std::remove_pointer_t<std::tuple_element_t<I, Nodes>>;
 
-  /// Pulls up to `n` elements through the bound run; kMaySkip: whether some stage's policy skips.
-  template <bool kMaySkip>
+  /// Pulls up to `n` elements through the bound run.
   std::size_t pull_through(std::vector<Out>& out, std::size_t n) {
     Sink sink(out, n);
     try {
       if constexpr (kHasFilter) {
         auto& pending = std::get<kLastFilter>(nodes_)->pending_;
         while (!sink.full() && !pending.empty()) {
-          push<kLastFilter + 1, Origin::kOneByOne, kMaySkip>(pending.take(), sink);
+          push<kLastFilter + 1, Origin::kOneByOne>(pending.take(), sink);
         }
       }
-      if (!sink.full()) feed<kMaySkip>(sink);
+      if (!sink.full()) feed(sink);
     } catch (...) {
       sink.finish();
       throw;
@@ -171,7 +175,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
     if (node == nullptr) return false;
     std::get<kStages - 1>(nodes_) = node;
     bound_ = bind_below<kStages - 1>();
-    may_skip_ = bound_ && some_stage_skips(std::make_index_sequence<kStages>{});
+    if constexpr (!kMaySkip) bound_ = bound_ && !some_stage_skips(std::make_index_sequence<kStages>{});
     return bound_;
   }
 
@@ -242,7 +246,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   /// Runs `element`, an input of stage I, through stages I and on, each stage by its node's step.
   /// An element of a block that passed the last filter once `sink` is full waits in that filter's
   /// buffer, as its own read-ahead would.
-  template <std::size_t I, Origin kOrigin, bool kMaySkip, class X>
+  template <std::size_t I, Origin kOrigin, class X>
   void push(X&& element, Sink& sink) {
     if constexpr (kOrigin == Origin::kBlock && kHasFilter && I == kLastFilter + 1) {
       ++sink.passed;
@@ -255,28 +259,26 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
       sink.emit(std::forward<X>(element));
     } else if constexpr (kFilters[I]) {
       if (std::get<I>(nodes_)->template keeps<kMaySkip>(std::as_const(element))) {
-        push<I + 1, kOrigin, kMaySkip>(std::forward<X>(element), sink);
+        push<I + 1, kOrigin>(std::forward<X>(element), sink);
       }
     } else {
       std::get<I>(nodes_)->template apply<kMaySkip>(std::forward<X>(element), [&](auto&& mapped) {
-        push<I + 1, kOrigin, kMaySkip>(std::forward<decltype(mapped)>(mapped), sink);
+        push<I + 1, kOrigin>(std::forward<decltype(mapped)>(mapped), sink);
       });
     }
   }
 
   /// Feeds the run from its head until `sink` is full or the head ends.
-  template <bool kMaySkip>
   void feed(Sink& sink) {
     if constexpr (!std::is_void_v<Head>) {
-      feed_from_range<kMaySkip>(sink);
+      feed_from_range(sink);
     } else {
-      feed_from_node<kMaySkip>(sink);
+      feed_from_node(sink);
     }
   }
 
   /// Iterates the range source itself, one element at a time: nothing is read past what fills the
   /// sink. The element that fails (if one does) is consumed, as the source's own pull would.
-  template <bool kMaySkip>
   void feed_from_range(Sink& sink) {
     Head& head = *head_;
     if (!head.it_) return;
@@ -301,7 +303,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
         const auto step = [&] {
           In element(*it);
           ++it;
-          push<0, Origin::kOneByOne, kMaySkip>(std::move(element), sink);
+          push<0, Origin::kOneByOne>(std::move(element), sink);
         };
         for (auto left = Access::distance(it, end); left >= 4 && sink.wanted - sink.produced >= 4; left -= 4) {
           step();
@@ -314,7 +316,7 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
         In element(*it);
         ++it;
         if constexpr (!Access::kRandomAccess) ++consumed;
-        push<0, Origin::kOneByOne, kMaySkip>(std::move(element), sink);
+        push<0, Origin::kOneByOne>(std::move(element), sink);
       }
     } catch (...) {
       write_back();
@@ -325,7 +327,6 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
 
   /// Pulls from the node feeding the run in blocks (as large as the pass ratio so far suggests when
   /// the run filters and no stage skips) and runs each block through the stages in one loop.
-  template <bool kMaySkip>
   void feed_from_node(Sink& sink) {
     auto& input = std::get<0>(nodes_)->source_;
     while (!sink.full()) {
@@ -338,12 +339,12 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
       } catch (...) {
         // What the source appended before failing precedes the failure.
         const std::exception_ptr failure = std::current_exception();
-        for (auto& element : staging_) push<0, Origin::kBlock, kMaySkip>(std::move(element), sink);
+        for (auto& element : staging_) push<0, Origin::kBlock>(std::move(element), sink);
         std::rethrow_exception(failure);
       }
       read_ += got;
       const std::size_t passed_before = sink.passed;
-      for (auto& element : staging_) push<0, Origin::kBlock, kMaySkip>(std::move(element), sink);
+      for (auto& element : staging_) push<0, Origin::kBlock>(std::move(element), sink);
       passed_ += sink.passed - passed_before;
       if (got < to_read) break;
     }
@@ -359,7 +360,6 @@ class FusedRunOf final : public FusedRun<typename RunTypes<In, Stages...>::out> 
   Nodes nodes_{};
   std::conditional_t<std::is_void_v<Head>, std::nullptr_t, Head*> head_ = nullptr;
   bool bound_ = false;
-  bool may_skip_ = false;    // some stage's policy skips (the policies of bound nodes never change)
   std::vector<In> staging_;  // a block read from the node feeding the run
   std::size_t read_ = 0;     // elements read from that node, and how many of them passed every
   std::size_t passed_ = 0;   // filter: the pass ratio
@@ -372,28 +372,40 @@ class ElementwisePipe : public IterPipe<typename RunTypes<In, Stages...>::out> {
   using Out = typename RunTypes<In, Stages...>::out;
 
  public:
-  explicit ElementwisePipe(const IterPipe<Out>& pipe) : IterPipe<Out>(pipe) {}
+  /// `skips`: whether a stage of the run so far skips elements (OnError::skip()).
+  explicit ElementwisePipe(const IterPipe<Out>& pipe, bool skips = false) : IterPipe<Out>(pipe), skips_(skips) {}
 
   /// IterPipe::map, extending the run.
   template <map_fn<Out> F>
   [[nodiscard]] auto map(F fn, OnError on_error = OnError::raise()) const {
-    return extend<MapStage<F>>(std::make_shared<iter::Mapper<Out, F>>(*this, std::move(fn), on_error));
+    return extend<MapStage<F>>(std::make_shared<iter::Mapper<Out, F>>(*this, std::move(fn), on_error),
+                               on_error.skips());
   }
   /// IterPipe::filter, extending the run.
   template <filter_fn<Out> G>
   [[nodiscard]] auto filter(G pred, OnError on_error = OnError::raise()) const {
-    return extend<FilterStage<G>>(std::make_shared<iter::Filter<Out, G>>(*this, std::move(pred), on_error));
+    return extend<FilterStage<G>>(std::make_shared<iter::Filter<Out, G>>(*this, std::move(pred), on_error),
+                                  on_error.skips());
   }
 
  private:
+  /// Makes `node` the last of the run, with a fused run that checks policies only when a stage
+  /// skips: a run where none does is compiled with no check of a policy.
   template <class Stage, class Node>
-  static auto extend(const std::shared_ptr<Node>& node) {
+  auto extend(const std::shared_ptr<Node>& node, bool node_skips) const {
+    const bool skips = skips_ || node_skips;
     // A run pays off from two stages, or from one stage fed by a range.
     if constexpr (!std::is_void_v<Head> || sizeof...(Stages) >= 1) {
-      node->fuse(std::make_unique<FusedRunOf<Head, In, Stages..., Stage>>());
+      if (skips) {
+        node->fuse(std::make_unique<FusedRunOf<Head, In, true, Stages..., Stage>>());
+      } else {
+        node->fuse(std::make_unique<FusedRunOf<Head, In, false, Stages..., Stage>>());
+      }
     }
-    return ElementwisePipe<Head, In, Stages..., Stage>(IterPipe<typename Node::value_type>(node));
+    return ElementwisePipe<Head, In, Stages..., Stage>(IterPipe<typename Node::value_type>(node), skips);
   }
+
+  bool skips_;
 };
 
 }  // namespace dpipe::detail
