@@ -10,7 +10,6 @@
 #include <dpipe/core/logging.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/graph.hpp>
-#include <dpipe/graph/linter.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/loader/loader_core.hpp>
 
@@ -27,8 +26,7 @@ std::uint64_t this_thread_token() noexcept {
   return token;
 }
 
-}  // namespace
-
+/// The root as an iter node; InvalidArgument when it is not one.
 IterDataPipeBase& as_iter_base(const DataPipePtr& root) {
   auto* base = dynamic_cast<IterDataPipeBase*>(root.get());
   if (base == nullptr) {
@@ -37,6 +35,8 @@ IterDataPipeBase& as_iter_base(const DataPipePtr& root) {
   }
   return *base;
 }
+
+}  // namespace
 
 void LoaderCore::Seeds::start_epoch() {
   if (seed) {

@@ -3,7 +3,6 @@
 // what load_state_dict() read. Private to the library.
 
 #include <cstdint>
-#include <string_view>
 
 #include <dpipe/core/state.hpp>
 #include <dpipe/loader/loader_core.hpp>
@@ -31,8 +30,5 @@ struct LoaderCore::Restore {
   /// Whether the checkpoint was saved inside an epoch, which the next iteration continues.
   [[nodiscard]] bool mid_epoch() const noexcept { return mode != GraphMode::kNotStarted && !epoch_ended; }
 };
-
-/// The root as an iter node; InvalidArgument when it is not one.
-IterDataPipeBase& as_iter_base(const DataPipePtr& root);
 
 }  // namespace dpipe::detail

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/state.hpp>

@@ -197,6 +197,15 @@ TEST_CASE("DataLoader2: limit and pause and elements_in_epoch are exact in the m
   const auto rest = drain<int>(it, loader);
   CHECK(rest == range(217, 1000));
   CHECK(loader.elements_in_epoch() == 1000);
+
+  // limit(0) pauses after the next element, as it did one element at a time.
+  DataLoader2<int> zero(iter::from(range(1000)));
+  auto from_start = zero.begin();
+  for (int i = 0; i < 300; ++i) ++from_start;
+  zero.limit(0);
+  CHECK(drain<int>(from_start, zero) == std::vector<int>{300});
+  zero.resume();
+  CHECK(drain<int>(from_start, zero) == std::vector<int>{301});
 }
 
 TEST_CASE("DataLoader2: a stale iterator fails in the middle of a run too", "[loader][read_ahead]") {
