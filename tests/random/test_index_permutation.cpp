@@ -1,0 +1,191 @@
+// IndexPermutation: a bijection for every small n and for sampled large ones, the same order for the
+// same key, and chi-square tests over many keys of where positions land and of neighbours.
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <dpipe/random/index_permutation.hpp>
+
+namespace {
+
+using dpipe::IndexPermutation;
+
+/// Whether `perm` hits every index of [0, size()) exactly once.
+bool is_bijection(const IndexPermutation& perm) {
+  std::vector<bool> seen(perm.size());
+  for (std::uint64_t position = 0; position < perm.size(); ++position) {
+    const std::uint64_t index = perm(position);
+    if (index >= perm.size() || seen[index]) return false;
+    seen[index] = true;
+  }
+  return true;
+}
+
+/// The whole order of `perm`.
+std::vector<std::uint64_t> order_of(const IndexPermutation& perm) {
+  std::vector<std::uint64_t> order;
+  for (std::uint64_t position = 0; position < perm.size(); ++position) order.push_back(perm(position));
+  return order;
+}
+
+/// Pearson's statistic of `counts` against `expected` in every cell.
+double pearson(const std::vector<double>& counts, double expected) {
+  double statistic = 0;
+  for (const double count : counts) statistic += (count - expected) * (count - expected) / expected;
+  return statistic;
+}
+
+// The 0.999 quantiles of the chi-square distribution (significance 0.001), computed offline with
+// mpmath 1.3: bisection on x until gammainc(df / 2, x / 2, inf, regularized=True) == 0.001.
+constexpr double kChiSquare1 = 10.827566;      // df 1
+constexpr double kChiSquare4 = 18.466827;      // df 4
+constexpr double kChiSquare10 = 29.588298;     // df 10
+constexpr double kChiSquare14 = 36.123274;     // df 14
+constexpr double kChiSquare121 = 174.816362;   // df 121
+constexpr double kChiSquare225 = 296.287926;   // df 225
+constexpr double kChiSquare998 = 1141.778841;  // df 998
+
+TEST_CASE("IndexPermutation: a bijection of 0..n-1 for every n up to 3000", "[random][permutation]") {
+  for (const std::uint64_t key : {0ULL, 1ULL, 0xdeadbeefcafef00dULL}) {
+    std::vector<std::uint64_t> failed;
+    for (std::uint64_t n = 1; n <= 3000; ++n) {
+      if (!is_bijection(IndexPermutation(n, key))) failed.push_back(n);
+    }
+    CAPTURE(key);
+    CHECK(failed.empty());
+  }
+}
+
+TEST_CASE("IndexPermutation: a bijection of sampled large ranges", "[random][permutation]") {
+  for (const std::uint64_t n : {4096ULL, 4097ULL, 65535ULL, 65536ULL, 1'000'003ULL, 10'000'000ULL}) {
+    CAPTURE(n);
+    CHECK(is_bijection(IndexPermutation(n, 42)));
+  }
+}
+
+TEST_CASE("IndexPermutation: the widest ranges stay in range and apart on a sample", "[random][permutation]") {
+  // 2^32 + 1 needs h = 17; the others the widest network, h = 32 (2^62 + 3 walks ~4 times).
+  for (const std::uint64_t n : {(1ULL << 32) + 1, (1ULL << 62) + 3, 1ULL << 63, ~0ULL}) {
+    CAPTURE(n);
+    const IndexPermutation perm(n, 7);
+    std::vector<std::uint64_t> indices;
+    for (std::uint64_t i = 0; i < 2000; ++i) {
+      indices.push_back(perm(i));
+      indices.push_back(perm(n - 1 - i));
+      indices.push_back(perm(n / 2 + n / 8000 * i));  // distinct positions: [0, 2000), [n / 2, 3n / 4), the last 2000
+    }
+    CHECK(std::all_of(indices.begin(), indices.end(), [n](std::uint64_t index) { return index < n; }));
+    std::sort(indices.begin(), indices.end());
+    CHECK(std::adjacent_find(indices.begin(), indices.end()) == indices.end());
+  }
+}
+
+TEST_CASE("IndexPermutation: the same size and key give the same order", "[random][permutation]") {
+  const IndexPermutation perm(1000, 7);
+  CHECK(perm.size() == 1000);
+  CHECK(perm.key() == 7);
+  const IndexPermutation copy = perm;
+  CHECK(order_of(IndexPermutation(1000, 7)) == order_of(perm));
+  CHECK(order_of(copy) == order_of(perm));
+  CHECK(order_of(perm) != order_of(IndexPermutation(1001, 7)));
+}
+
+TEST_CASE("IndexPermutation: known answers", "[random][permutation]") {
+  // A shuffle order is part of what a checkpoint resumes: a change of these is a breaking change.
+  CHECK(order_of(IndexPermutation(10, 0)) == std::vector<std::uint64_t>{8, 5, 0, 3, 2, 1, 6, 9, 4, 7});
+  CHECK(order_of(IndexPermutation(10, 1)) == std::vector<std::uint64_t>{7, 6, 8, 1, 3, 5, 4, 2, 0, 9});
+  const IndexPermutation wide(1ULL << 40, 123456789);
+  CHECK(std::vector<std::uint64_t>{wide(0), wide(1), wide(2), wide((1ULL << 40) - 1)} ==
+        std::vector<std::uint64_t>{980602091454, 146152714277, 956765879965, 142386385152});
+}
+
+TEST_CASE("IndexPermutation: the smallest ranges", "[random][permutation]") {
+  const IndexPermutation empty(0, 3);
+  CHECK(empty.size() == 0);
+  CHECK(empty.key() == 3);
+  for (std::uint64_t key = 0; key < 100; ++key) CHECK(IndexPermutation(1, key)(0) == 0);
+}
+
+TEST_CASE("IndexPermutation: different keys give different permutations", "[random][permutation]") {
+  for (const std::uint64_t n : {8ULL, 9ULL, 16ULL, 100ULL, 4097ULL}) {
+    CAPTURE(n);
+    std::vector<std::uint64_t> equal_keys;
+    for (std::uint64_t key = 0; key < 200; ++key) {
+      const auto order = order_of(IndexPermutation(n, key));
+      if (order == order_of(IndexPermutation(n, key + 1)) ||
+          order == order_of(IndexPermutation(n, key ^ (1ULL << 63)))) {
+        equal_keys.push_back(key);
+      }
+    }
+    CHECK(equal_keys.empty());
+  }
+}
+
+TEST_CASE("IndexPermutation: over keys each position takes each index equally often",
+          "[random][permutation][statistics]") {
+  // counts[position][index] over the keys 0, 1, ..., K - 1, against K / n in every cell. The n^2
+  // cells of one permutation are dependent (each row and column holds a single 1): their
+  // covariance is n / (n - 1) times the projection onto the (n - 1)^2 dimensions where every row
+  // and column sums to 0, so Pearson's statistic of K independent uniform permutations tends to
+  // n / (n - 1) chi-square((n - 1)^2). n = 12 and 3 walk out of their 16- and 4-element networks.
+  struct Case {
+    std::uint64_t n;
+    double critical;
+  };
+  for (const Case& test : {Case{16, kChiSquare225}, Case{12, kChiSquare121}, Case{3, kChiSquare4}}) {
+    const std::uint64_t n = test.n;
+    constexpr std::uint64_t kKeys = 20000;
+    std::vector<double> counts(n * n);
+    for (std::uint64_t key = 0; key < kKeys; ++key) {
+      const IndexPermutation perm(n, key);
+      for (std::uint64_t position = 0; position < n; ++position) counts[position * n + perm(position)] += 1;
+    }
+    const double expected = static_cast<double>(kKeys) / static_cast<double>(n);
+    const double statistic = pearson(counts, expected) * static_cast<double>(n - 1) / static_cast<double>(n);
+    CAPTURE(n);
+    CHECK(statistic < test.critical);
+  }
+}
+
+TEST_CASE("IndexPermutation: over keys neighbouring positions are not correlated",
+          "[random][permutation][statistics]") {
+  // Key k (0, 1, ..., K - 1) contributes one pair, positions q = k mod (n - 1) and q + 1: the K
+  // samples are independent, and for a uniform permutation (perm(q + 1) - perm(q)) mod n is uniform
+  // on [1, n), so the statistic tends to chi-square(n - 2).
+  struct Case {
+    std::uint64_t n;
+    double critical;
+  };
+  for (const Case& test :
+       {Case{16, kChiSquare14}, Case{12, kChiSquare10}, Case{3, kChiSquare1}, Case{1000, kChiSquare998}}) {
+    const std::uint64_t n = test.n;
+    constexpr std::uint64_t kKeys = 200000;
+    std::vector<double> counts(n - 1);
+    for (std::uint64_t key = 0; key < kKeys; ++key) {
+      const IndexPermutation perm(n, key);
+      const std::uint64_t position = key % (n - 1);
+      const std::uint64_t difference = (perm(position + 1) + n - perm(position)) % n;
+      counts[difference - 1] += 1;
+    }
+    const double statistic = pearson(counts, static_cast<double>(kKeys) / static_cast<double>(n - 1));
+    CAPTURE(n);
+    CHECK(statistic < test.critical);
+  }
+}
+
+TEST_CASE("IndexPermutation: threads share one permutation", "[random][permutation][concurrency]") {
+  const IndexPermutation perm(100'000, 5);
+  const auto expected = order_of(perm);
+  std::vector<std::vector<std::uint64_t>> orders(4);
+  std::vector<std::thread> threads;
+  threads.reserve(orders.size());
+  for (auto& order : orders) threads.emplace_back([&perm, &order] { order = order_of(perm); });
+  for (auto& thread : threads) thread.join();
+  for (const auto& order : orders) CHECK(order == expected);  // after the joins: Catch is not thread-safe
+}
+
+}  // namespace
