@@ -36,6 +36,7 @@
 #include <dpipe/graph/dot.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/linter.hpp>
+#include <dpipe/global/global_pipe.hpp>
 #include <dpipe/graph/pipeline_record.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/graph/state.hpp>

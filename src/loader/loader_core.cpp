@@ -8,6 +8,8 @@
 
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/logging.hpp>
+#include <dpipe/global/global_epoch.hpp>
+#include <dpipe/global/sampled.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
@@ -80,7 +82,13 @@ void LoaderCore::adapt_once() {
   adapted_ = true;
 }
 
-void LoaderCore::seed_graph() {
+void LoaderCore::seed_graph(std::uint64_t epoch, std::uint64_t start_step) {
+  // A global order's key: from the user's seed and the epoch alone when there is a seed, so that
+  // every worker count and world size agrees; else from the epoch's generator (a distributed
+  // service then shares rank 0's).
+  SeedGenerator drawn = seeds_.epoch_start;
+  const std::uint64_t base = seeds_.seed ? *seeds_.seed : drawn.generate_shared_seed();
+  graph::set_global_epoch(graph_, GlobalEpoch{sample_seed(base, epoch), start_step, seeds_.seed.has_value()});
   if (service_) {
     if (auto reset = service_->initialize_iteration(seeds_.generator)) set_graph(reset(graph_));
   } else {
@@ -91,7 +99,7 @@ void LoaderCore::seed_graph() {
 void LoaderCore::start_epoch() {
   seeds_.start_epoch();
   adapt_once();
-  seed_graph();
+  seed_graph(position_.epoch + 1);
   ++position_.epoch;
   position_.taken = 0;
   position_.ended = false;
@@ -110,15 +118,20 @@ void LoaderCore::continue_restored(Restore& restore) {
     start_epoch();
     return;
   }
-  if (restore.mode != GraphMode::kState) {
+  if (restore.mode == GraphMode::kReplay || restore.mode == GraphMode::kReplayFailed) {
     log_warning("DataLoader2: the checkpoint {}; replaying {} elements of epoch {} to restore the position",
                 restore.mode == GraphMode::kReplayFailed
                     ? "was saved after the epoch failed"
                     : "holds no state for some node (it does not implement save_state)",
                 restore.taken, restore.epoch);
     seeds_.generator = seeds_.epoch_start;  // the generator as the saved epoch started: the same seeds again
-    seed_graph();
+    seed_graph(restore.epoch);
     replay_ = restore.taken;
+  }
+  if (restore.mode == GraphMode::kGlobal) {
+    // The epoch's seeds again, and the global stream from where the trainer stood.
+    seeds_.generator = seeds_.epoch_start;
+    seed_graph(restore.epoch, restore.global.step);
   }
   position_ = Position{restore.epoch, restore.taken, false};
   paused_ = restore.paused;

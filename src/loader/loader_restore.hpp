@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include <dpipe/core/state.hpp>
+#include <dpipe/global/global_epoch.hpp>
 #include <dpipe/loader/loader_core.hpp>
 
 namespace dpipe::detail {
@@ -15,6 +16,7 @@ enum class GraphMode : std::uint8_t {
   kState = 1,         // every node's state
   kReplay = 2,        // a node cannot save its state: replay the epoch from its seeds and skip
   kReplayFailed = 3,  // saved after the epoch failed: replay it like kReplay
+  kGlobal = 4,        // a global-order pipeline: its global position, onto any worker count and world size
 };
 
 /// What load_state_dict read, applied at the next iteration.
@@ -25,6 +27,7 @@ struct LoaderCore::Restore {
   bool epoch_ended = false;
   bool paused = false;
   bool service_state = false;
+  GlobalPosition global;  // kGlobal
   StateStore store;  // the graph's and the service's fields
 
   /// Whether the checkpoint was saved inside an epoch, which the next iteration continues.

@@ -9,6 +9,7 @@
 #include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/state.hpp>
+#include <dpipe/global/global_epoch.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/linter.hpp>
 #include <dpipe/graph/pipeline_record.hpp>
@@ -26,7 +27,8 @@ using checkpoint_schema::kLoader;
 using checkpoint_schema::kService;
 
 /// The modes as the checkpoint spells them.
-constexpr std::string_view kGraphModes[] = {"not started", "state", "replay", "replay after failure"};
+constexpr std::string_view kGraphModes[] = {"not started", "state", "replay", "replay after failure",
+                                            "global position"};
 
 /// What a checkpoint records of the service that saved it, for the message when another one loads
 /// it: "no reading service", or the service's describe().
@@ -68,6 +70,12 @@ DataPipePtr LoaderCore::adapt(ReadingServiceInterface* service, DataPipePtr grap
     log_warning(
         "DataLoader2: a sharding_filter has no shuffle upstream of it on every path: each worker or rank would see "
         "its share in the source's order. Put shuffle() before sharding_filter() to mix the data across shards.");
+  }
+  for (const auto& label : graph::random_nodes_after_global_order(graph)) {
+    log_warning(
+        "DataLoader2: {} is random and follows the global order's end: each rank draws its own, so its output depends "
+        "on the world size (docs/determinism.md)",
+        label);
   }
   log_debug("DataLoader2: initializing {}", service != nullptr ? "the reading service" : "without a reading service");
   if (service == nullptr) return graph;
@@ -115,6 +123,13 @@ std::vector<std::byte> LoaderCore::state_dict(const std::function<void(ByteWrite
           position_.taken);
     }
     mode = GraphMode::kReplayFailed;
+  } else if (auto* global = graph::find_global_end(graph_); global != nullptr && position_.epoch > 0) {
+    // A global order's checkpoint is where the global stream stands, nothing of the workers or
+    // ranks: it restores onto any of them. What the iterator read ahead is read again.
+    const GlobalPosition position = global->position_after(position_.taken);
+    loader.write(keys::kGlobalStep, position.step);
+    loader.write(keys::kGlobalOffset, position.offset);
+    mode = GraphMode::kGlobal;
   } else {
     // The service first: it may stop its graph (worker processes) so that the nodes here hold
     // exactly what they have received; it restarts it once the graph's state is saved.
@@ -149,7 +164,8 @@ std::vector<std::byte> LoaderCore::state_dict(const std::function<void(ByteWrite
     }
   }
   loader.write(keys::kMode, std::string(kGraphModes[static_cast<std::size_t>(mode)]));
-  loader.write(keys::kServiceState, checkpointable != nullptr && !failed && mode != GraphMode::kReplay);
+  loader.write(keys::kServiceState,
+               checkpointable != nullptr && !failed && mode != GraphMode::kReplay && mode != GraphMode::kGlobal);
   store.merge(parts, "");
   return store.to_blob();
 }
@@ -191,6 +207,10 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreO
   restore->paused = loader.read<bool>(keys::kPaused);
   restore->service_state = loader.read<bool>(keys::kServiceState);
   check_service(loader.read<std::string>(keys::kService), restore->service_state, restore->mode, service_.get());
+  if (restore->mode == GraphMode::kGlobal) {
+    restore->global.step = loader.read<std::uint64_t>(keys::kGlobalStep);
+    restore->global.offset = loader.read<std::uint64_t>(keys::kGlobalOffset);
+  }
   if (loader.has(keys::kReadAhead)) loader.decode(keys::kReadAhead, adopt_read_ahead);
   check_scopes(restore->store);
   if (const auto unread = restore->store.unread(kLoader); !unread.empty()) {
@@ -203,6 +223,14 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreO
   DataPipePtr graph = adapt(service.get(), graph::clone(before_service_), restore.get());
   if (restore->mid_epoch() && restore->mode == GraphMode::kState) {
     graph::load_state(graph, StateReader(restore->store, std::string(kGraph)));
+  }
+  if (restore->mid_epoch() && restore->mode == GraphMode::kGlobal) {
+    auto* global = graph::find_global_end(graph);
+    if (global == nullptr) {
+      DPIPE_THROW(StateError,
+                  "the checkpoint holds a global-order position; this loader's pipeline has no global order");
+    }
+    global->resume_at(restore->global, restore->taken);
   }
   restore->store = StateStore();
   if (adapted_ && service_) {

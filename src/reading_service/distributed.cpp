@@ -1,8 +1,6 @@
 // DistributedReadingService: sharding by rank, rank 0's seed, fullsync, and checkpoints that
 // know their rank.
 
-#include <dpipe/reading_service/distributed.hpp>
-
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -17,8 +15,11 @@
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/root_ops.hpp>
 #include <dpipe/core/typed_op.hpp>
+#include <dpipe/global/global_epoch.hpp>
+#include <dpipe/global/sampled.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
+#include <dpipe/reading_service/distributed.hpp>
 
 #include "reading_service/distributed/rank_group.hpp"
 
@@ -66,7 +67,9 @@ DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
   group_ = std::make_shared<detail::dist::RankGroup>(
       environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment));
   graph::apply_sharding(graph, environment.world_size, environment.rank, ShardingPriority::kDistributed);
-  if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr) {
+  // A global order's end yields the same number of steps on every rank: no fullsync rounds.
+  if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr &&
+      dynamic_cast<GlobalOrderEnd*>(graph.get()) == nullptr) {
     graph = apply_typed_op<ops::AppendFullSync>(graph, options_.timeout);
   }
   const auto syncing = graph::find_dps<RankSyncDataPipe>(graph::traverse_dps(graph));
@@ -91,6 +94,13 @@ GraphFunction DistributedReadingService::initialize_iteration(SeedGenerator& see
   const std::uint64_t shared = group_->share_seed(seeds.generate_shared_seed(), epochs_++);
   seeds.seed(shared);
   seeds.spawn(group_->environment().rank, /*inplace=*/true);
+  // A global order learns the world size, and one keyed by the ranks' own draws (no
+  // DataLoader2::seed()) takes rank 0's.
+  if (auto global = graph::find_global_epoch(root_)) {
+    global->world = group_->environment().world_size;
+    if (!global->user_seeded) global->key = sample_seed(shared, 0);
+    graph::set_global_epoch(root_, *global);
+  }
   graph::set_graph_random_seed(root_, seeds);
   return iter_reset_fn;
 }

@@ -9,6 +9,7 @@
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/logging.hpp>
 #include <dpipe/core/typed_op.hpp>
+#include <dpipe/global/global_epoch.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/dispatch.hpp>
 #include <dpipe/graph/dot.hpp>
@@ -192,13 +193,13 @@ GraphFunction MultiProcessingReadingService::initialize_iteration(SeedGenerator&
     // A distributed service before this one reseeds `seeds` every epoch: seed as torchdata does,
     // the main process's nodes from `seeds`, then each worker from a spawn of what is left.
     graph::set_graph_random_seed(end_, seeds);
-    group_->reset(seeds, /*reseeded=*/true);
+    group_->reset(seeds, /*reseeded=*/true, graph::find_global_epoch(end_));
   } else {
     const SeedGenerator epoch = seeds;
     graph::set_graph_random_seed(shadow_, seeds);  // advances `seeds` exactly as an in-process epoch does
     SeedGenerator main_seeds = epoch;
     graph::set_graph_random_seed(end_, main_seeds);  // the nodes that stay in the main process
-    group_->reset(epoch);
+    group_->reset(epoch, /*reseeded=*/false, graph::find_global_epoch(end_));
   }
   paused_ = false;
   leave_main_background_stopped();  // the loader's reset of the root starts the new epoch's threads

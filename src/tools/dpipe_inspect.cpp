@@ -161,6 +161,10 @@ int inspect(const std::vector<std::byte>& blob) {
                 loader_value(store, loader::kEpoch).c_str(), loader_value(store, loader::kTaken).c_str(),
                 loader_value(store, loader::kEpochEnded).c_str(), loader_value(store, loader::kPaused).c_str());
   }
+  if (store.find(loader_key(loader::kGlobalStep)) != nullptr) {
+    std::printf("global order: step %s, elements of it delivered: %s (restores onto any worker count and world size)\n",
+                loader_value(store, loader::kGlobalStep).c_str(), loader_value(store, loader::kGlobalOffset).c_str());
+  }
   print_pipeline(store);
 
   // Node records are keys without a field name; a node's fields are "<record>:<name>", or

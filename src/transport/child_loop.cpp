@@ -92,7 +92,7 @@ bool ChildLoop::handle_control() {
   if (control_.release(*record)) main_bell_->ring();
   switch (message.command) {
     case Command::kReset:
-      reset(message.value, *message.seeds, message.epoch);
+      reset(message.value, *message.seeds, message.epoch, message.global);
       break;
     case Command::kPause:
       paused_ = true;
@@ -108,7 +108,8 @@ bool ChildLoop::handle_control() {
   return true;
 }
 
-void ChildLoop::reset(std::uint64_t generation, SeedGenerator seeds, std::uint64_t epoch) {
+void ChildLoop::reset(std::uint64_t generation, SeedGenerator seeds, std::uint64_t epoch,
+                      const std::optional<GlobalEpoch>& global) {
   progress_.start(generation);
   paused_ = false;
   drop_pending();
@@ -119,6 +120,7 @@ void ChildLoop::reset(std::uint64_t generation, SeedGenerator seeds, std::uint64
   }
   reporting([&] {
     seed(seeds, epoch);
+    if (global) graph::set_global_epoch(root_, *global);
     if (reset_fn_) set_root(reset_fn_(root_, info_, seeds));
     dynamic_cast<IterDataPipeBase&>(*root_).reset();
   });

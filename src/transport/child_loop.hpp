@@ -19,6 +19,7 @@
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/element_codec.hpp>
 #include <dpipe/core/state.hpp>
+#include <dpipe/global/global_epoch.hpp>
 #include <dpipe/random/seed_generator.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
 
@@ -160,7 +161,8 @@ class ChildLoop : public ChildBody {
  private:
   /// Handles one control message; false when none is waiting.
   bool handle_control();
-  void reset(std::uint64_t generation, SeedGenerator seeds, std::uint64_t epoch);
+  void reset(std::uint64_t generation, SeedGenerator seeds, std::uint64_t epoch,
+             const std::optional<GlobalEpoch>& global);
   void checkpoint(std::uint64_t request);
   [[nodiscard]] bool can_produce();
   [[nodiscard]] std::vector<std::byte> save_state() const;

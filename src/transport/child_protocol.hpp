@@ -4,7 +4,8 @@
 // to the library.
 //
 // Main -> child (control ring, RecordKind::kControl): a ControlMessage.
-//   kReset(generation, SeedGenerator)  start epoch `generation` with these seeds; the child answers
+//   kReset(generation, SeedGenerator)  start epoch `generation` with these seeds (and a global
+//                                      order's GlobalEpoch, if the pipeline has one); the child answers
 //                                      with kResetAck(generation) before its first element (the
 //                                      dispatching process also gets the epoch's index, from 0)
 //   kPause(request)                    stop after the current element; answer kPaused(request)
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 
+#include <dpipe/global/global_epoch.hpp>
 #include <dpipe/random/seed_generator.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
@@ -33,7 +35,8 @@ struct ControlMessage {
   std::uint64_t value = 0;               // kReset: the generation; kPause, kCheckpoint: the request
   std::uint64_t epoch = 0;               // kReset: the epochs whose draws the seeds skip
   std::optional<SeedGenerator> seeds{};  // kReset: the child's seeds
-  DPIPE_FIELDS(command, value, epoch, seeds)
+  std::optional<GlobalEpoch> global{};   // kReset: the global order's epoch, for its sampler
+  DPIPE_FIELDS(command, value, epoch, seeds, global)
 };
 
 /// A child's answer to being forked from a checkpoint: where its restored epoch stands, which the

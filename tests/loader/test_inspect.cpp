@@ -117,15 +117,21 @@ TEST_CASE("dpipe-inspect: a loader's checkpoint shows its epoch / position / nod
   CHECK(run.lines[23 + extra] == "  loader:service_state = false");
 }
 
-TEST_CASE("dpipe-inspect: a checkpoint of worker processes shows each worker's nodes", "[loader][inspect]") {
-  dpipe::DataLoader2<int> loader(dpipe::iter::from(range(40)).shuffle(4).sharding_filter(),
-                                 dpipe::MultiProcessingReadingService({.num_workers = 2}));
+/// dpipe-inspect's output for the checkpoint of `loader` seeded 1 after 5 elements.
+template <class T>
+Run inspect_after_five(dpipe::DataLoader2<T>& loader) {
   loader.seed(1);
   auto it = loader.begin();
   for (int i = 0; i < 5; ++i) ++it;
   const TempFile file(loader.state_dict());
   loader.shutdown();
-  const Run run = inspect(file.path());
+  return inspect(file.path());
+}
+
+TEST_CASE("dpipe-inspect: a checkpoint of worker processes shows each worker's nodes", "[loader][inspect]") {
+  dpipe::DataLoader2<int> loader(dpipe::iter::from(range(40)).shuffle(4).sharding_filter(),
+                                 dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  const Run run = inspect_after_five(loader);
   CHECK(run.status == 0);
   REQUIRE(run.lines.size() > 6);
   CHECK(run.lines[1] == "epoch: 1, elements taken in it: 5, epoch ended: false, paused: false");
@@ -145,6 +151,17 @@ TEST_CASE("dpipe-inspect: a checkpoint of worker processes shows each worker's n
                      "service/worker0/graph/sharding_filter/shuffle/from", "service/worker1/graph/sharding_filter",
                      "service/worker1/graph/sharding_filter/shuffle",
                      "service/worker1/graph/sharding_filter/shuffle/from", "graph/merge_workers"});
+}
+
+TEST_CASE("dpipe-inspect: a global-order checkpoint shows the global position", "[loader][inspect][global]") {
+  dpipe::DataLoader2<std::vector<int>> loader(dpipe::global_order(range(40)).batch(4),
+                                              dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  const Run run = inspect_after_five(loader);
+  CHECK(run.status == 0);
+  REQUIRE(run.lines.size() > 3);
+  CHECK(run.lines[1] == "epoch: 1, elements taken in it: 5, epoch ended: false, paused: false");
+  CHECK(run.lines[2] ==
+        "global order: step 5, elements of it delivered: 0 (restores onto any worker count and world size)");
 }
 
 TEST_CASE("dpipe-inspect: a file that is not a checkpoint / a missing file / a directory are clear errors",

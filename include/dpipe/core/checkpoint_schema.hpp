@@ -45,6 +45,10 @@ inline constexpr std::string_view kMode = "mode";
 inline constexpr std::string_view kServiceState = "service_state";
 /// The elements the iterator read from the pipeline and had not handed out (only when some were).
 inline constexpr std::string_view kReadAhead = "read_ahead";
+/// A global-order pipeline (mode "global position"): the first global step not wholly delivered,
+/// and how many elements of it were (docs/determinism.md).
+inline constexpr std::string_view kGlobalStep = "global_step";
+inline constexpr std::string_view kGlobalOffset = "global_offset";
 }  // namespace loader
 
 /// MultiProcessingReadingService's fields (the scope its loader gives it).

@@ -35,6 +35,9 @@ class MapDataPipe : public DataPipe {
   [[nodiscard]] std::size_t size() const { return size_impl(); }
   /// The keys, in the order to_iter() visits them by default.
   [[nodiscard]] std::vector<K> keys() const { return keys_impl(); }
+  /// A hint that get(key) follows soon: a node may start fetching what it will read (memory, a
+  /// file's pages), so that a reader in a random order overlaps the waits. Never throws.
+  void prefetch(const K& key) const noexcept { prefetch_impl(key); }
 
   /// Map nodes have no iteration state.
   [[nodiscard]] bool stateless() const noexcept override { return true; }
@@ -45,6 +48,8 @@ class MapDataPipe : public DataPipe {
 
   virtual V get_impl(const K& key) = 0;
   [[nodiscard]] virtual std::size_t size_impl() const = 0;
+  /// The default ignores the hint.
+  virtual void prefetch_impl(const K& /*key*/) const noexcept {}
   /// The default, for integral keys, is 0 .. size()-1; other key types must override it.
   [[nodiscard]] virtual std::vector<K> keys_impl() const {
     if constexpr (std::is_integral_v<K>) {
@@ -69,6 +74,7 @@ class MapInput final : public InputSlot {
   V get(const K& key) const { return node_->get(key); }
   [[nodiscard]] std::size_t size() const { return node_->size(); }
   [[nodiscard]] std::vector<K> keys() const { return node_->keys(); }
+  void prefetch(const K& key) const noexcept { node_->prefetch(key); }
   [[nodiscard]] MapDataPipe<K, V>& node() const noexcept { return *node_; }
 
   [[nodiscard]] DataPipePtr target() const override { return node_; }

@@ -134,8 +134,9 @@ class LoaderCore {
   void adapt_once();
   /// `graph` as `service` rewrites it: initialized, or restored from `restore`.
   [[nodiscard]] static DataPipePtr adapt(ReadingServiceInterface* service, DataPipePtr graph, const Restore* restore);
-  /// Seeds the graph for the epoch, through the reading service when there is one.
-  void seed_graph();
+  /// Seeds the graph for epoch `epoch` (from 1), through the reading service when there is one;
+  /// a global order starts at global step `start_step`.
+  void seed_graph(std::uint64_t epoch, std::uint64_t start_step = 0);
   void start_epoch();
   void continue_restored(Restore& restore);
   /// Resets the graph's iteration (the epoch starts, or continues a restored one) and tells the

@@ -49,6 +49,11 @@ class SequenceWrapper final : public MapDataPipe<std::size_t, std::ranges::range
   [[nodiscard]] std::size_t size_impl() const override {
     return static_cast<std::size_t>(std::ranges::size(*sequence_));
   }
+  /// Starts loading the element's memory (the first cache line of it).
+  void prefetch_impl(const std::size_t& key) const noexcept override {
+    if (key < size_impl())
+      __builtin_prefetch(std::addressof(std::ranges::begin(*sequence_)[static_cast<std::ptrdiff_t>(key)]));
+  }
 
  private:
   std::shared_ptr<const R> sequence_;

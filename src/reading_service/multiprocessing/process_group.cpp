@@ -30,10 +30,10 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
   PoolSizes sizes;
   sizes.workers = plan.config.num_workers;
   sizes.dispatcher = plan.dispatched != nullptr;
-  sizes.data_ring =
-      ring_capacity(plan.config.threads ? kSmallElementsBytes + 2 * kHandleRecordBytes * (plan.config.worker_prefetch_cnt +
-                                                                                          plan.config.main_prefetch_cnt + 16)
-                                        : plan.config.queue_bytes);
+  sizes.data_ring = ring_capacity(plan.config.threads ? kSmallElementsBytes + 2 * kHandleRecordBytes *
+                                                                                  (plan.config.worker_prefetch_cnt +
+                                                                                   plan.config.main_prefetch_cnt + 16)
+                                                      : plan.config.queue_bytes);
   sizes.dispatch_ring = kDispatchRing;
   sizes.control_ring = kControlRing;
   sizes.reply_ring = kReplyRing;
@@ -227,7 +227,7 @@ void ProcessGroup::send_all(const std::vector<std::byte>& message) {
   for (std::size_t child = 0; child < controls_.size(); ++child) send(controls_[child], child, message);
 }
 
-void ProcessGroup::reset(const SeedGenerator& epoch_seeds, bool reseeded) {
+void ProcessGroup::reset(const SeedGenerator& epoch_seeds, bool reseeded, const std::optional<GlobalEpoch>& global) {
   ++generation_;
   // torchdata gives worker w `spawn(w)` every epoch, which repeats the workers' seeds in every
   // epoch of a loader seeded once. Epoch e (from 0) spawns w + N * e instead: the first epoch
@@ -238,14 +238,15 @@ void ProcessGroup::reset(const SeedGenerator& epoch_seeds, bool reseeded) {
   for (std::size_t w = 0; w < workers; ++w) {
     SeedGenerator seeds = epoch_seeds;
     send(controls_[w], w,
-         to_bytes(ControlMessage{Command::kReset, generation_, epoch, seeds.spawn(w + workers * epoch)}));
+         to_bytes(ControlMessage{Command::kReset, generation_, epoch, seeds.spawn(w + workers * epoch), global}));
   }
   if (plan_.dispatched) {
     // torchdata: each worker forwards its generator's spawn(0); the dispatcher uses worker 0's and
     // seeds from its shared stream, which the dispatcher advances past the earlier epochs' draws.
     SeedGenerator seeds = epoch_seeds;
     SeedGenerator worker0 = seeds.spawn(0);
-    send(controls_.back(), workers, to_bytes(ControlMessage{Command::kReset, generation_, epoch, worker0.spawn(0)}));
+    send(controls_.back(), workers,
+         to_bytes(ControlMessage{Command::kReset, generation_, epoch, worker0.spawn(0), global}));
   }
 }
 

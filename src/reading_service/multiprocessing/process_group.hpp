@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <vector>
 
+#include <dpipe/global/global_epoch.hpp>
 #include <dpipe/random/seed_generator.hpp>
 
 #include "reading_service/multiprocessing/plan.hpp"
@@ -40,7 +41,8 @@ class ProcessGroup {
   /// dispatching process with `epoch_seeds.spawn(0).spawn(0)` past e epochs' draws. When the
   /// caller gives new seeds every epoch (`reseeded`: a distributed service reseeds them), e is
   /// taken as 0 in every epoch, as torchdata does.
-  void reset(const SeedGenerator& epoch_seeds, bool reseeded = false);
+  void reset(const SeedGenerator& epoch_seeds, bool reseeded = false,
+             const std::optional<GlobalEpoch>& global = std::nullopt);
   /// Asks every process to pause after its current element (it does not wait).
   void pause();
   void resume();

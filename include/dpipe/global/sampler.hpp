@@ -1,0 +1,171 @@
+#pragma once
+/// \file
+/// GlobalSampler: the start of a global-order pipeline. It reads a random-access source in the
+/// epoch's order (sequential, or a keyed permutation computed per position), and only the steps
+/// of its instance (see GlobalSchedule). Users build it with `global_order()`
+/// (<dpipe/global/global_pipe.hpp>).
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <dpipe/core/capabilities.hpp>
+#include <dpipe/core/iter_datapipe.hpp>
+#include <dpipe/core/map_datapipe.hpp>
+#include <dpipe/core/map_pipe.hpp>
+#include <dpipe/global/global_epoch.hpp>
+#include <dpipe/global/sampled.hpp>
+#include <dpipe/global/schedule.hpp>
+#include <dpipe/random/index_permutation.hpp>
+
+namespace dpipe {
+
+/// How a global order reads its source.
+struct GlobalOrderOptions {
+  /// A new keyed permutation of the source's indices every epoch; false: in index order.
+  bool shuffle = true;
+  /// What the ranks do with an epoch's last steps that do not make a whole round.
+  EpochTail tail = EpochTail::kDrop;
+};
+
+namespace detail {
+
+/// What a sampler is told from outside (its sharding, its epoch, its step), independent of the
+/// element type. Thread-safety: none.
+class GlobalSamplerSettings {
+ public:
+  explicit GlobalSamplerSettings(GlobalOrderOptions options) : options_(options) {}
+
+  void apply_sharding(std::size_t num_instances, std::size_t instance_id, ShardingPriority group);
+  [[nodiscard]] bool sharded_for(ShardingPriority group) const noexcept;
+  void set_step(std::uint64_t span, bool drop_last);
+  void set_epoch(const GlobalEpoch& epoch) noexcept { epoch_ = epoch; }
+  [[nodiscard]] const std::optional<GlobalEpoch>& epoch() const noexcept { return epoch_; }
+  /// The schedule for a source of `size` elements, as the settings stand.
+  [[nodiscard]] GlobalSchedule schedule(std::uint64_t size) const;
+  /// The permutation of positions for a source of `size` elements in the current epoch.
+  [[nodiscard]] IndexPermutation permutation(std::uint64_t size) const;
+  [[nodiscard]] bool shuffle() const noexcept { return options_.shuffle; }
+  [[nodiscard]] std::uint64_t key() const noexcept { return epoch_ ? epoch_->key : 0; }
+  /// The settings a checkpoint records: shuffle, tail, span, drop_last.
+  [[nodiscard]] NodeSettings settings() const;
+
+ private:
+  GlobalOrderOptions options_;
+  std::optional<GlobalEpoch> epoch_;
+  std::uint64_t span_ = 1;
+  bool drop_last_ = false;
+  bool step_set_ = false;
+  GlobalLayout layout_;
+  bool distributed_ = false;
+  bool multiprocessing_ = false;
+};
+
+}  // namespace detail
+
+/// Reads source index `permutation(position)` for each position of its instance's steps and
+/// yields it as a Sampled<V>. The source is a map pipe with integral keys 0 .. size()-1. Its
+/// nodes keep no checkpoint state of their own: the loader records the global position.
+/// Thread-safety: one thread iterates at a time.
+template <class K, class V>
+class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingDataPipe, public GlobalOrderSource {
+  static_assert(std::is_integral_v<K>, "a global order reads a map pipe with integral keys 0 .. size()-1");
+
+ public:
+  static constexpr std::string_view kName = "global_order";
+
+  GlobalSampler(const MapPipe<K, V>& source, GlobalOrderOptions options)
+      : IterDataPipe<Sampled<V>>(std::string(kName)), source_(source.ptr()), settings_(options) {}
+
+  void for_each_input(const InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] DataPipePtr clone_self() const override { return std::make_shared<GlobalSampler>(*this); }
+  [[nodiscard]] NodeSettings settings() const override { return settings_.settings(); }
+
+  void apply_sharding(std::size_t num_instances, std::size_t instance_id, ShardingPriority group) override {
+    settings_.apply_sharding(num_instances, instance_id, group);
+  }
+  [[nodiscard]] bool sharded_for(ShardingPriority group) const override { return settings_.sharded_for(group); }
+  void set_global_epoch(const GlobalEpoch& epoch) override { settings_.set_epoch(epoch); }
+  [[nodiscard]] std::optional<GlobalEpoch> global_epoch() const override { return settings_.epoch(); }
+  [[nodiscard]] GlobalSchedule schedule() const override { return settings_.schedule(source_.size()); }
+  void set_step(std::uint64_t span, bool drop_last) override { settings_.set_step(span, drop_last); }
+
+ protected:
+  void reset_impl() override {
+    const std::uint64_t size = source_.size();
+    schedule_ = settings_.schedule(size);
+    permutation_ = settings_.permutation(size);
+    step_ = 0;
+    position_ = schedule_.owned_steps() > 0 ? schedule_.positions(schedule_.owned_step(0)).first : 0;
+  }
+
+  std::optional<Sampled<V>> next_impl() override {
+    if (!advance()) return std::nullopt;
+    return take();
+  }
+
+  /// Reads in runs: the indices of a run are computed and prefetched first (the source starts
+  /// loading them), then read, so the waits of a random order overlap.
+  std::size_t pull_impl(std::vector<Sampled<V>>& out, std::size_t n) override {
+    std::size_t produced = 0;
+    std::array<std::uint64_t, kRun> indices{};
+    while (produced < n && advance()) {
+      const std::uint64_t step = schedule_.owned_step(step_);
+      const std::uint64_t last = schedule_.positions(step).second;
+      const auto run = static_cast<std::size_t>(std::min<std::uint64_t>({last - position_, n - produced, kRun}));
+      for (std::size_t i = 0; i < run; ++i) {
+        indices[i] = index_at(position_ + i);
+        source_.prefetch(static_cast<K>(indices[i]));
+      }
+      for (std::size_t i = 0; i < run; ++i) out.push_back(sampled(step, indices[i]));
+      position_ += run;
+      produced += run;
+    }
+    return produced;
+  }
+
+  [[nodiscard]] std::optional<std::size_t> length_impl() const override {
+    return static_cast<std::size_t>(settings_.schedule(source_.size()).owned_positions());
+  }
+
+ private:
+  /// Moves to the next position to read, if any.
+  bool advance() {
+    while (step_ < schedule_.owned_steps()) {
+      const auto [first, last] = schedule_.positions(schedule_.owned_step(step_));
+      if (position_ < last) return true;
+      if (++step_ < schedule_.owned_steps()) position_ = schedule_.positions(schedule_.owned_step(step_)).first;
+    }
+    return false;
+  }
+
+  [[nodiscard]] std::uint64_t index_at(std::uint64_t position) const noexcept {
+    return settings_.shuffle() ? permutation_(position) : position;
+  }
+
+  Sampled<V> sampled(std::uint64_t step, std::uint64_t index) {
+    return Sampled<V>{step, index, sample_seed(settings_.key(), index), source_.get(static_cast<K>(index))};
+  }
+
+  Sampled<V> take() {
+    const std::uint64_t index = index_at(position_++);
+    return sampled(schedule_.owned_step(step_), index);
+  }
+
+  static constexpr std::size_t kRun = 32;
+
+  MapInput<K, V> source_;
+  detail::GlobalSamplerSettings settings_;
+  GlobalSchedule schedule_;
+  IndexPermutation permutation_{0, 0};
+  std::uint64_t step_ = 0;      // the instance's step being read (an index into its owned steps)
+  std::uint64_t position_ = 0;  // the next position of that step
+};
+
+}  // namespace dpipe
