@@ -62,6 +62,7 @@ int main() {
   using Loader = dpipe::DataLoader2<Batch>;
   const double base = measure("global order, in process", [&] { return Loader(global); });
   (void)measure("global order in index order, in process", [&] { return Loader(sequential); });
+  (void)measure("global order in index order, 2 worker threads", [&] { return Loader(sequential, threads); });
   const double rate_threads = measure("global order, 2 worker threads", [&] { return Loader(global, threads); });
   const double rate_processes = measure("global order, 2 worker processes", [&] { return Loader(global, processes); });
   const double replicated_base =
