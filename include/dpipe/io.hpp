@@ -19,6 +19,7 @@
 #include <dpipe/io/parse_json.hpp>
 #include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>
+#include <dpipe/io/record_index.hpp>
 #include <dpipe/io/shard_expand.hpp>
 #include <dpipe/io/tfrecord.hpp>
 #include <dpipe/io/webdataset.hpp>
