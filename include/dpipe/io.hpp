@@ -9,6 +9,7 @@
 #include <dpipe/io/file_cursor.hpp>
 #include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/in_blocks.hpp>
+#include <dpipe/io/indexed_records.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/line_block.hpp>
 #include <dpipe/io/list_files.hpp>
