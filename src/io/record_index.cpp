@@ -85,20 +85,33 @@ std::int64_t coarse_now_ns() noexcept {
   return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
-/// Waits, once, until a change to the file would show in its modification time: until the clock
-/// the kernel stamps files with has moved past the file's time (a whole second past it on a file
-/// system that keeps seconds). A change made in the same clock tick as the one before it keeps the
-/// time it had, so an index of a file that may still change in that tick could not tell. Files
-/// written more than a tick ago (nearly all) do not wait; a time more than 2 s ahead is not waited
-/// for.
-void wait_for_a_later_tick(const FileState& state) {
+/// How long to wait until a change to a file in `state` would show in its modification time:
+/// until the clock the kernel stamps files with has moved past the file's time (a whole second
+/// past it on a file system that keeps seconds). A change made in the same clock tick as the one
+/// before it keeps the time it had, so an index of a file that may still change in that tick could
+/// not tell. 0 for files written more than a tick ago (nearly all), and for a time more than 2 s
+/// ahead (a clock that is off is not waited for).
+std::chrono::nanoseconds until_a_later_tick(const FileState& state) noexcept {
   constexpr std::int64_t kSecond = 1'000'000'000;
   const std::int64_t granularity = state.mtime_ns % kSecond == 0 ? kSecond : 1;
   const std::int64_t wait = state.mtime_ns + granularity - coarse_now_ns();
-  if (wait <= 0 || wait > 2 * kSecond) return;
+  if (wait <= 0 || wait > 2 * kSecond) return std::chrono::nanoseconds(0);
   timespec tick{};
   ::clock_getres(CLOCK_REALTIME_COARSE, &tick);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(wait + tick.tv_nsec));
+  return std::chrono::nanoseconds(wait + tick.tv_nsec);
+}
+
+/// The state of the file open as `descriptor` once a change to it would show in its modification
+/// time (until_a_later_tick): one wait, again if the file changed meanwhile (three at most).
+FileState settled_state(int descriptor, const std::string& path, std::string_view node) {
+  FileState state = stat_of(descriptor, path, node);
+  for (int wait = 0; wait < 3; ++wait) {
+    const auto pause = until_a_later_tick(state);
+    if (pause.count() == 0) break;
+    std::this_thread::sleep_for(pause);
+    state = stat_of(descriptor, path, node);
+  }
+  return state;
 }
 
 std::string absolute_path(const std::string& path) {
@@ -245,10 +258,12 @@ bool read_items(int descriptor, std::uint64_t& offset, std::uint64_t count, std:
 /// Whether the spans, blank lines and names of `index` are in order and inside a file of
 /// `file_size` bytes; "" or what is wrong.
 std::string check_structure(const RecordIndex& index) {
+  const std::uint64_t least = index.spec.kind == IndexKind::kTFRecord ? 16 : 0;  // a TFRecord's framing
   std::uint64_t end = 0;
   for (const auto& span : index.spans) {
     if (span.offset < end || span.size > index.file_size || span.offset > index.file_size - span.size)
       return "a record lies outside the file or before the one it follows";
+    if (span.size < least) return "a record is shorter than its framing";
     end = span.offset + span.size;
   }
   for (std::size_t i = 0; i < index.blank.size(); ++i)
@@ -368,13 +383,11 @@ std::string staleness(const RecordIndex& index, const FileState& state, const In
   return "";
 }
 
-/// Scans the file open as `descriptor` in `state` into a new index; again when it changed during
-/// the scan (twice at most).
-RecordIndex build(int descriptor, FileState state, const std::string& path, const IndexSpec& spec,
-                  std::string_view node) {
+/// Scans the file open as `descriptor` into a new index; again when it changed during the scan
+/// (twice at most).
+RecordIndex build(int descriptor, const std::string& path, const IndexSpec& spec, std::string_view node) {
   for (int attempt = 0;; ++attempt) {
-    wait_for_a_later_tick(state);
-    state = stat_of(descriptor, path, node);
+    const FileState state = settled_state(descriptor, path, node);
     RecordIndex index;
     index.path = path;
     index.spec = spec;
@@ -383,10 +396,8 @@ RecordIndex build(int descriptor, FileState state, const std::string& path, cons
     index.built = true;
     detail::scan_records(descriptor, state.size, index, node);
     ++builds;
-    const FileState after = stat_of(descriptor, path, node);
-    if (after == state) return index;
+    if (stat_of(descriptor, path, node) == state) return index;
     if (attempt == 2) throw DataError(node, {.path = path}, "cannot index: the file keeps changing while it is read");
-    state = after;
   }
 }
 
@@ -445,7 +456,7 @@ RecordIndex index_file(const std::string& path, const IndexSpec& given, const In
     log_warning("{}: '{}': rebuilding its corrupt index '{}': {}", node, path, target, loaded.problem);
   }
 
-  RecordIndex index = build(file.get(), state, path, spec, node);
+  RecordIndex index = build(file.get(), path, spec, node);
   if (!options.cache_dir.empty()) {
     std::error_code error;
     fs::create_directories(options.cache_dir, error);
