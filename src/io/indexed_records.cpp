@@ -57,14 +57,6 @@ IndexKind kind_of(IndexedFormat format) noexcept {
   return IndexKind::kTar;
 }
 
-void refuse_skipping(const OnError& on_error, std::string_view node) {
-  if (on_error.skips())
-    DPIPE_THROW(InvalidArgument,
-                "{}: a map pipe cannot skip a record (OnError::skip): get() returns the record asked for or throws; "
-                "catch the DataError instead",
-                node);
-}
-
 /// The bytes of one span of the file being parsed, at their offset in it: what the CSV cursor
 /// reads a row from, so that its errors name the row's real offset.
 class SpanSource final : public ByteSource {
@@ -471,41 +463,51 @@ WebDatasetSample IndexedReader::sample(std::size_t key, std::string_view node) {
 
 // --- options -----------------------------------------------------------------------------------
 
+namespace {
+
+/// The rules of `format` with its limit `max_bytes` (named `limit` in messages); InvalidArgument
+/// for a limit of 0 and for OnError::skip.
+IndexedReadRules checked_rules(IndexedFormat format, const OnError& on_error, std::uint64_t max_bytes,
+                               std::string_view limit, std::string_view node) {
+  if (on_error.skips())
+    DPIPE_THROW(InvalidArgument,
+                "{}: a map pipe cannot skip a record (OnError::skip): get() returns the record asked for or throws; "
+                "catch the DataError instead",
+                node);
+  if (max_bytes == 0) DPIPE_THROW(InvalidArgument, "{}: {} must be > 0", node, limit);
+  return {.format = format, .max_bytes = max_bytes};
+}
+
+}  // namespace
+
 IndexedReadRules read_rules(IndexedFormat format, const TFRecordOptions& options, std::string_view node) {
-  refuse_skipping(options.on_error, node);
-  if (options.max_record_bytes == 0) DPIPE_THROW(InvalidArgument, "{}: max_record_bytes must be > 0", node);
-  return {.format = format, .verify_crc = options.verify_crc, .max_bytes = options.max_record_bytes};
+  auto rules = checked_rules(format, options.on_error, options.max_record_bytes, "max_record_bytes", node);
+  rules.verify_crc = options.verify_crc;
+  return rules;
 }
 
 IndexedReadRules read_rules(IndexedFormat format, const ReadLinesOptions& options, std::string_view node) {
-  refuse_skipping(options.on_error, node);
-  if (options.max_line_bytes == 0) DPIPE_THROW(InvalidArgument, "{}: max_line_bytes must be > 0", node);
-  return {.format = format,
-          .max_bytes = options.max_line_bytes,
-          .skip_lines = options.skip_lines,
-          .strip_newline = options.strip_newline};
+  auto rules = checked_rules(format, options.on_error, options.max_line_bytes, "max_line_bytes", node);
+  rules.skip_lines = options.skip_lines;
+  rules.strip_newline = options.strip_newline;
+  return rules;
 }
 
 IndexedReadRules read_rules(IndexedFormat format, const ParseJsonlOptions& options, std::string_view node) {
-  refuse_skipping(options.on_error, node);
-  if (options.max_line_bytes == 0) DPIPE_THROW(InvalidArgument, "{}: max_line_bytes must be > 0", node);
-  return {.format = format, .max_bytes = options.max_line_bytes};
+  return checked_rules(format, options.on_error, options.max_line_bytes, "max_line_bytes", node);
 }
 
 IndexedReadRules read_rules(IndexedFormat format, const CsvOptions& options, std::string_view node) {
-  refuse_skipping(options.on_error, node);
+  auto rules = checked_rules(format, options.on_error, options.max_row_bytes, "max_row_bytes", node);
   check_csv_options(options, node);
-  return {.format = format,
-          .max_bytes = options.max_row_bytes,
-          .skip_lines = options.skip_lines,
-          .delimiter = options.delimiter,
-          .quotechar = options.quotechar};
+  rules.skip_lines = options.skip_lines;
+  rules.delimiter = options.delimiter;
+  rules.quotechar = options.quotechar;
+  return rules;
 }
 
 IndexedReadRules read_rules(IndexedFormat format, const ArchiveOptions& options, std::string_view node) {
-  refuse_skipping(options.on_error, node);
-  if (options.max_member_bytes == 0) DPIPE_THROW(InvalidArgument, "{}: max_member_bytes must be > 0", node);
-  return {.format = format, .max_bytes = options.max_member_bytes};
+  return checked_rules(format, options.on_error, options.max_member_bytes, "max_member_bytes", node);
 }
 
 }  // namespace detail
