@@ -440,3 +440,27 @@ TEST_CASE("indexed_records: clones and worker processes read on descriptors of t
       },
       expected);
 }
+
+TEST_CASE("indexed_records: the documentation's global shuffle over the records of many files", "[io][indexed]") {
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (int file = 0; file < 4; ++file)
+    paths.push_back(dir.write("part-" + std::to_string(file) + ".tfrecord",
+                              dpipe::testing::frames(numbered("f" + std::to_string(file) + "-", 25, 40))));
+  const std::string cache = dir / "indexes";
+  // [indexed]
+  using dpipe::io::IndexedFormat;
+  // A MapPipe<std::size_t, std::string>: key k is the k-th record across the files, read by pread.
+  auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>(paths, {.cache_dir = cache});
+  auto batches = records.shuffle()                 // every record of every file, in one random order
+                 | dpipe::iter::sharding_filter()  // each worker reads its share of that order
+                 | dpipe::iter::batch(8);
+  dpipe::DataLoader2<std::vector<std::string>> loader(batches,
+                                                      dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  loader.seed(0);
+  std::size_t seen = 0;
+  for (const auto& batch : loader) seen += batch.size();
+  // [indexed]
+  CHECK(records.size() == 100);
+  CHECK(seen == 100);
+}
