@@ -233,16 +233,23 @@ std::size_t IndexedReader::size() const noexcept { return static_cast<std::size_
 const std::vector<std::string>& IndexedReader::files() const noexcept { return files_->paths; }
 const RecordIndex& IndexedReader::index(std::size_t file) const noexcept { return files_->files[file].index; }
 
+RecordLocation IndexedReader::locate(std::size_t key) const noexcept {
+  const auto& shared = *files_;
+  const auto number =
+      static_cast<std::size_t>(std::upper_bound(shared.ends.begin(), shared.ends.end(), key) - shared.ends.begin());
+  const std::uint64_t record = key - (number == 0 ? 0 : shared.ends[number - 1]);
+  return {number, record, shared.extent(shared.files[number], record)};
+}
+
 /// Reads record `key`'s bytes: from the buffer when an earlier read brought them, else with one
 /// pread (of the records after it too, while reads go in order).
 Fetched IndexedReader::fetch(std::size_t key, std::string_view node) {
   auto& reading = *reading_;
   const auto& shared = *files_;
-  const auto number =
-      static_cast<std::size_t>(std::upper_bound(shared.ends.begin(), shared.ends.end(), key) - shared.ends.begin());
+  const RecordLocation location = locate(key);
+  const std::size_t number = location.file;
   const auto& file = shared.files[number];
-  Fetched fetched{&file, key - (number == 0 ? 0 : shared.ends[number - 1]), {}, nullptr};
-  fetched.extent = shared.extent(file, fetched.local);
+  Fetched fetched{&file, location.record, location.span, nullptr};
   const std::uint64_t offset = fetched.extent.offset;
   const std::uint64_t end = offset + fetched.extent.size;
   const bool in_order = reading.last_key != kNone && key == reading.last_key + 1;

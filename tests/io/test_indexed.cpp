@@ -259,7 +259,10 @@ TEST_CASE("index_file: a fresh index is reused and not rebuilt", "[io][indexed]"
   const auto& node = dynamic_cast<const dpipe::io::IndexedRecords<IndexedFormat::kTFRecord>&>(again.node());
   CHECK_FALSE(node.index(0).built);
   CHECK(node.index(0).spans.size() == 300);
-  CHECK(node.index(0).spans[1] == dpipe::io::RecordSpan{116, 117});  // 101 bytes framed
+  CHECK(node.index(0).spans[1] == dpipe::io::RecordSpan{116, 117});          // 101 bytes framed
+  CHECK(node.locate(301) == dpipe::io::RecordLocation{2, 1, {200016, 17}});  // b.tfrecord's second record
+  CHECK_THROWS_WITH(node.locate(304),
+                    Catch::Matches("indexed_records#[0-9]+: index 304 is out of range for 304 records"));
   check_records(again, sequential(files.paths, dpipe::io::tfrecord_records()));
 
   // index_file itself: the same spans, loaded.

@@ -89,6 +89,16 @@ using IndexedFormatOptions = typename IndexedFormatTraits<F>::Options;
 /// "tfrecord", "tfexample", "lines", "jsonl", "csv", "tar", "webdataset".
 [[nodiscard]] std::string_view indexed_format_name(IndexedFormat format) noexcept;
 
+/// Where a record of indexed_records is: for a global order that wants to know which records
+/// share a file, or lie close together in one.
+struct RecordLocation {
+  std::size_t file = 0;      ///< its file's position in the list of files
+  std::uint64_t record = 0;  ///< its number among the records of that file (from 0)
+  RecordSpan span;  ///< its bytes in the file (a WebDataset sample: from its first member's data to its last's)
+
+  friend bool operator==(const RecordLocation&, const RecordLocation&) = default;
+};
+
 namespace detail {
 
 /// The options of a format's sequential reader that reading a record needs, in one type.
@@ -140,6 +150,8 @@ class IndexedReader {
   [[nodiscard]] const std::vector<std::string>& files() const noexcept;
   /// The index of file `file`. REQUIRES: file < files().size().
   [[nodiscard]] const RecordIndex& index(std::size_t file) const noexcept;
+  /// Where record `key` is. REQUIRES: key < size().
+  [[nodiscard]] RecordLocation locate(std::size_t key) const noexcept;
 
   // Record `key` (REQUIRES: key < size()), as its format's reader yields it.
   [[nodiscard]] std::string tfrecord(std::size_t key, std::string_view node);
@@ -207,6 +219,12 @@ class IndexedRecords final : public MapDataPipe<std::size_t, IndexedRecord<F>> {
   [[nodiscard]] const std::vector<std::string>& files() const noexcept { return reader_.files(); }
   /// The index of file `file` (where its records are). REQUIRES: file < files().size().
   [[nodiscard]] const RecordIndex& index(std::size_t file) const noexcept { return reader_.index(file); }
+  /// Where record `key` is: its file, its number there and its bytes; KeyError past size().
+  [[nodiscard]] RecordLocation locate(std::size_t key) const {
+    if (key >= reader_.size())
+      DPIPE_THROW(KeyError, "{}: index {} is out of range for {} records", this->label(), key, reader_.size());
+    return reader_.locate(key);
+  }
 
  protected:
   Record get_impl(const std::size_t& key) override {
