@@ -21,18 +21,6 @@ namespace {
 constexpr std::size_t kScanBlock = std::size_t{1} << 20;
 constexpr std::size_t kTarBlock = 512;
 
-std::uint32_t load32(const char* p) noexcept {
-  std::uint32_t value = 0;
-  std::memcpy(&value, p, sizeof value);
-  return value;  // little-endian, as the machines dpipe runs on
-}
-
-std::uint64_t load64(const char* p) noexcept {
-  std::uint64_t value = 0;
-  std::memcpy(&value, p, sizeof value);
-  return value;
-}
-
 /// The bytes of a file by offset, in blocks of kScanBlock or more read with pread; no allocation
 /// once the buffer has grown to the largest block.
 class ScanBuffer {

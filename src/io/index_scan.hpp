@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include <dpipe/io/record_index.hpp>
@@ -15,6 +16,21 @@ namespace dpipe::io::detail {
 /// masked CRC (4) after it.
 inline constexpr std::size_t kTFRecordHeader = 12;
 inline constexpr std::size_t kTFRecordFooter = 4;
+
+/// The little-endian 32-bit number at `p` (TFRecord's byte order, and that of the machines dpipe
+/// runs on).
+inline std::uint32_t load32(const char* p) noexcept {
+  std::uint32_t value = 0;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
+
+/// The little-endian 64-bit number at `p`.
+inline std::uint64_t load64(const char* p) noexcept {
+  std::uint64_t value = 0;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
 
 /// Reads up to `size` bytes at `offset` of `descriptor` into `data` with pread (never moving a
 /// file offset), again after EINTR and short reads; returns how many came, fewer only at the end

@@ -24,18 +24,6 @@ constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 /// The first read-ahead once reads go in order; it doubles up to IndexOptions::read_ahead_bytes.
 constexpr std::size_t kFirstReadAhead = std::size_t{16} << 10;
 
-std::uint32_t load32(const char* p) noexcept {
-  std::uint32_t value = 0;
-  std::memcpy(&value, p, sizeof value);
-  return value;
-}
-
-std::uint64_t load64(const char* p) noexcept {
-  std::uint64_t value = 0;
-  std::memcpy(&value, p, sizeof value);
-  return value;
-}
-
 std::string member_path(const std::string& archive, std::string_view member) {
   return (std::filesystem::path(archive) / member).lexically_normal().string();
 }
