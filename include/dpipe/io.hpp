@@ -9,6 +9,7 @@
 #include <dpipe/io/file_cursor.hpp>
 #include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/in_blocks.hpp>
+#include <dpipe/io/indexed_records.hpp>
 #include <dpipe/io/json.hpp>
 #include <dpipe/io/line_block.hpp>
 #include <dpipe/io/list_files.hpp>
@@ -19,6 +20,7 @@
 #include <dpipe/io/parse_json.hpp>
 #include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>
+#include <dpipe/io/record_index.hpp>
 #include <dpipe/io/shard_expand.hpp>
 #include <dpipe/io/tfrecord.hpp>
 #include <dpipe/io/webdataset.hpp>

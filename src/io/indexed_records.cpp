@@ -1,0 +1,530 @@
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <unistd.h>
+#include <utility>
+
+#include <dpipe/core/error.hpp>
+#include <dpipe/io/byte_source.hpp>
+#include <dpipe/io/detail/csv_cursor.hpp>
+#include <dpipe/io/indexed_records.hpp>
+
+#include "io/crc32c.hpp"
+#include "io/index_scan.hpp"
+
+namespace dpipe::io {
+namespace detail {
+namespace {
+
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+/// The first read-ahead once reads go in order; it doubles up to IndexOptions::read_ahead_bytes.
+constexpr std::size_t kFirstReadAhead = std::size_t{16} << 10;
+
+std::string member_path(const std::string& archive, std::string_view member) {
+  return (std::filesystem::path(archive) / member).lexically_normal().string();
+}
+
+IndexKind kind_of(IndexedFormat format) noexcept {
+  switch (format) {
+    case IndexedFormat::kTFRecord:
+    case IndexedFormat::kTFExample:
+      return IndexKind::kTFRecord;
+    case IndexedFormat::kLines:
+    case IndexedFormat::kJsonLines:
+      return IndexKind::kLines;
+    case IndexedFormat::kCsv:
+      return IndexKind::kCsv;
+    case IndexedFormat::kTar:
+    case IndexedFormat::kWebDataset:
+      break;
+  }
+  return IndexKind::kTar;
+}
+
+/// The bytes of one span of the file being parsed, at their offset in it: what the CSV cursor
+/// reads a row from, so that its errors name the row's real offset.
+class SpanSource final : public ByteSource {
+ public:
+  SpanSource(const char* data, std::size_t size, std::uint64_t offset) noexcept
+      : data_(data), size_(size), offset_(offset) {}
+
+  std::size_t read(char* data, std::size_t size) override {
+    const std::size_t count = std::min(size, size_ - position_);
+    std::memcpy(data, data_ + position_, count);
+    position_ += count;
+    return count;
+  }
+  bool seek(std::uint64_t offset) override {
+    if (offset < offset_ || offset - offset_ > size_) throw SourceFailure("seek outside the record");
+    position_ = static_cast<std::size_t>(offset - offset_);
+    return true;
+  }
+
+ private:
+  const char* data_;
+  std::size_t size_;
+  std::uint64_t offset_;
+  std::size_t position_ = 0;
+};
+
+}  // namespace
+
+// --- the records a format reads ----------------------------------------------------------------
+
+struct IndexedFiles {
+  struct File {
+    std::string path;
+    RecordIndex index;
+    std::uint64_t first = 0;                                       // kLines: the first line read (after skip_lines)
+    std::optional<std::vector<std::uint64_t>> lines;               // kJsonLines with blank lines: the others
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> samples;  // kWebDataset: [first, end) members
+    std::uint64_t records = 0;
+  };
+
+  IndexedReadRules rules;
+  std::vector<std::string> paths;
+  std::vector<File> files;
+  std::vector<std::uint64_t> ends;  // the records up to and including each file
+  std::uint64_t total = 0;
+
+  /// The span (index entry) of record `local` of `file`, for the formats with a record per span.
+  [[nodiscard]] std::uint64_t entry(const File& file, std::uint64_t local) const noexcept {
+    if (file.lines) return (*file.lines)[local];
+    return file.first + local;
+  }
+  /// Where record `local` of `file` is: one span, or a sample's members.
+  [[nodiscard]] RecordSpan extent(const File& file, std::uint64_t local) const noexcept {
+    const auto& spans = file.index.spans;
+    if (rules.format != IndexedFormat::kWebDataset) return spans[entry(file, local)];
+    const auto [first, end] = file.samples[local];
+    return {spans[first].offset, spans[end - 1].offset + spans[end - 1].size - spans[first].offset};
+  }
+};
+
+namespace {
+
+/// Selects the records of `file` that `rules` read from its index.
+void select_records(IndexedFiles::File& file, const IndexedReadRules& rules) {
+  const auto& index = file.index;
+  switch (rules.format) {
+    case IndexedFormat::kLines:
+      file.first = std::min<std::uint64_t>(rules.skip_lines, index.size());
+      file.records = index.size() - file.first;
+      return;
+    case IndexedFormat::kJsonLines:
+      if (!index.blank.empty()) {
+        file.lines.emplace();
+        file.lines->reserve(index.size() - index.blank.size());
+        auto blank = index.blank.begin();
+        for (std::uint64_t line = 0; line < index.size(); ++line) {
+          if (blank != index.blank.end() && *blank == line) {
+            ++blank;
+          } else {
+            file.lines->push_back(line);
+          }
+        }
+      }
+      file.records = index.size() - index.blank.size();
+      return;
+    case IndexedFormat::kWebDataset: {
+      // Consecutive members with a suffix and the same key make a sample; the others are passed
+      // over (webdataset()'s rules).
+      std::string key;
+      for (std::uint64_t member = 0; member < index.size(); ++member) {
+        auto [member_key, suffix] = webdataset_split(member_path(file.path, index.member_name(member)));
+        if (suffix.empty()) continue;
+        if (!file.samples.empty() && member_key == key) {
+          file.samples.back().second = member + 1;
+        } else {
+          file.samples.emplace_back(member, member + 1);
+          key = std::move(member_key);
+        }
+      }
+      file.records = file.samples.size();
+      return;
+    }
+    default:
+      file.records = index.size();
+      return;
+  }
+}
+
+}  // namespace
+
+// --- reading ---------------------------------------------------------------------------------
+
+/// One record's bytes, as read().
+struct Fetched {
+  const IndexedFiles::File* file = nullptr;
+  std::uint64_t local = 0;  // the record's number in its file (from 0)
+  RecordSpan extent;        // where it is
+  const char* data = nullptr;
+};
+
+struct IndexedReader::Reading {
+  explicit Reading(std::size_t files) : descriptors(files, -1) {}
+  Reading(const Reading&) = delete;
+  Reading& operator=(const Reading&) = delete;
+  ~Reading() {
+    for (const int descriptor : descriptors)
+      if (descriptor >= 0) ::close(descriptor);
+  }
+
+  std::vector<int> descriptors;  // per file, -1 until opened
+  std::unique_ptr<char[]> block;
+  std::size_t capacity = 0;        // block's bytes (a read's, then JsonDecoder::kPadding)
+  std::size_t block_file = kNone;  // the file block holds bytes of
+  std::uint64_t block_offset = 0;  // their offset in it
+  std::size_t block_size = 0;      // how many
+  std::size_t last_key = kNone;    // the record read last
+  std::size_t read_ahead = 0;      // what the last read read beyond its record (while in order)
+  std::optional<CsvCursor> csv;
+  std::optional<JsonDecoder> json;
+};
+
+IndexedReader::IndexedReader(std::vector<std::string> files, IndexedReadRules rules, const IndexOptions& options,
+                             std::string_view node) {
+  auto shared = std::make_shared<IndexedFiles>();
+  shared->rules = rules;
+  const IndexSpec spec{.kind = kind_of(rules.format),
+                       .delimiter = rules.delimiter,
+                       .quotechar = rules.quotechar,
+                       .skip_lines = rules.format == IndexedFormat::kCsv ? rules.skip_lines : 0};
+  shared->files.reserve(files.size());
+  for (const auto& path : files) {
+    IndexedFiles::File file;
+    file.path = path;
+    file.index = index_file(path, spec, options, node);
+    select_records(file, rules);
+    shared->total += file.records;
+    shared->ends.push_back(shared->total);
+    shared->files.push_back(std::move(file));
+  }
+  shared->paths = std::move(files);
+  files_ = std::move(shared);
+  read_ahead_limit_ = options.read_ahead_bytes;
+  reading_ = std::make_unique<Reading>(files_->files.size());
+}
+
+IndexedReader::IndexedReader(const IndexedReader& other)
+    : files_(other.files_),
+      read_ahead_limit_(other.read_ahead_limit_),
+      reading_(std::make_unique<Reading>(other.files_->files.size())) {}
+
+IndexedReader::~IndexedReader() = default;
+
+std::size_t IndexedReader::size() const noexcept { return static_cast<std::size_t>(files_->total); }
+const std::vector<std::string>& IndexedReader::files() const noexcept { return files_->paths; }
+const RecordIndex& IndexedReader::index(std::size_t file) const noexcept { return files_->files[file].index; }
+
+RecordLocation IndexedReader::locate(std::size_t key) const noexcept {
+  const auto& shared = *files_;
+  const auto number =
+      static_cast<std::size_t>(std::upper_bound(shared.ends.begin(), shared.ends.end(), key) - shared.ends.begin());
+  const std::uint64_t record = key - (number == 0 ? 0 : shared.ends[number - 1]);
+  return {number, record, shared.extent(shared.files[number], record)};
+}
+
+/// Reads record `key`'s bytes: from the buffer when an earlier read brought them, else with one
+/// pread (of the records after it too, while reads go in order).
+Fetched IndexedReader::fetch(std::size_t key, std::string_view node) {
+  auto& reading = *reading_;
+  const auto& shared = *files_;
+  const RecordLocation location = locate(key);
+  const std::size_t number = location.file;
+  const auto& file = shared.files[number];
+  Fetched fetched{&file, location.record, location.span, nullptr};
+  const std::uint64_t offset = fetched.extent.offset;
+  const std::uint64_t end = offset + fetched.extent.size;
+  const bool in_order = reading.last_key != kNone && key == reading.last_key + 1;
+  reading.last_key = key;
+  if (reading.block_file == number && offset >= reading.block_offset &&
+      end <= reading.block_offset + reading.block_size) {
+    fetched.data = reading.block.get() + (offset - reading.block_offset);
+    return fetched;
+  }
+  reading.read_ahead = in_order ? std::min(read_ahead_limit_, std::max(2 * reading.read_ahead, kFirstReadAhead)) : 0;
+  std::uint64_t read_end = end;
+  for (std::uint64_t next = fetched.local + 1; reading.read_ahead > 0 && next < file.records; ++next) {
+    const RecordSpan after = shared.extent(file, next);
+    if (after.offset + after.size - offset > reading.read_ahead) break;
+    read_end = after.offset + after.size;
+  }
+  const auto bytes = static_cast<std::size_t>(read_end - offset);
+  if (reading.capacity < bytes + JsonDecoder::kPadding) {
+    reading.capacity = std::max(bytes + JsonDecoder::kPadding, 2 * reading.capacity);
+    reading.block = std::make_unique_for_overwrite<char[]>(reading.capacity);
+    reading.block_file = kNone;
+  }
+  int& descriptor = reading.descriptors[number];
+  if (descriptor < 0) {
+    do {
+      descriptor = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    } while (descriptor < 0 && errno == EINTR);
+    if (descriptor < 0)
+      throw DataError(node, {.path = file.path}, fmt::format("cannot open: {}", std::strerror(errno)));
+  }
+  reading.block_file = kNone;
+  reading.block_size = read_at(descriptor, reading.block.get(), bytes, offset, file.path, node);
+  reading.block_file = number;
+  reading.block_offset = offset;
+  if (reading.block_size < fetched.extent.size) {
+    reading.block_file = kNone;
+    throw DataError(node, {.path = file.path, .byte_offset = offset},
+                    fmt::format("{}the file ends after {} of the record's {} bytes (it changed since it was indexed)",
+                                record_prefix(fetched), reading.block_size, fetched.extent.size));
+  }
+  fetched.data = reading.block.get();
+  return fetched;
+}
+
+std::string IndexedReader::record_prefix(const Fetched& fetched) const {
+  if (kind_of(files_->rules.format) != IndexKind::kTFRecord) return "";
+  return fmt::format("record {}: ", files_->entry(*fetched.file, fetched.local) + 1);
+}
+
+// --- TFRecord ----------------------------------------------------------------------------------
+
+std::string_view IndexedReader::tfrecord_data(std::size_t key, std::string_view node, Fetched& fetched) {
+  fetched = fetch(key, node);
+  const auto& rules = files_->rules;
+  const auto fail = [&](std::string_view reason) {
+    return DataError(node, {.path = fetched.file->path, .byte_offset = fetched.extent.offset},
+                     record_prefix(fetched) + std::string(reason));
+  };
+  const char* frame = fetched.data;
+  const std::uint64_t length = load64(frame);
+  if (rules.verify_crc) {
+    const std::uint32_t stored = load32(frame + 8);
+    const std::uint32_t computed = crc32c_mask(crc32c(frame, 8));
+    if (stored != computed)
+      throw fail(fmt::format("the length's CRC does not match (stored {:#010x}, computed {:#010x})", stored, computed));
+  }
+  if (length > rules.max_bytes)
+    throw fail(fmt::format("the length field says {} bytes, more than max_record_bytes ({})", length, rules.max_bytes));
+  const std::uint64_t indexed = fetched.extent.size - kTFRecordHeader - kTFRecordFooter;
+  if (length != indexed)
+    throw fail(fmt::format("the length field says {} bytes, the index {} (the file changed since it was indexed)",
+                           length, indexed));
+  const std::string_view data(frame + kTFRecordHeader, static_cast<std::size_t>(length));
+  if (rules.verify_crc) {
+    const std::uint32_t stored = load32(data.data() + data.size());
+    const std::uint32_t computed = crc32c_mask(crc32c(data.data(), data.size()));
+    if (stored != computed)
+      throw fail(fmt::format("the data's CRC does not match (stored {:#010x}, computed {:#010x})", stored, computed));
+  }
+  return data;
+}
+
+std::string IndexedReader::tfrecord(std::size_t key, std::string_view node) {
+  Fetched fetched;
+  return std::string(tfrecord_data(key, node, fetched));
+}
+
+TFExample IndexedReader::tfexample(std::size_t key, std::string_view node) {
+  Fetched fetched;
+  const std::string_view data = tfrecord_data(key, node, fetched);
+  TFExample example;
+  if (auto problem = decode_example(data, example))
+    throw DataError(node, {.path = fetched.file->path, .byte_offset = fetched.extent.offset},
+                    record_prefix(fetched) + "not a tf.train.Example: " + *problem);
+  return example;
+}
+
+// --- lines -----------------------------------------------------------------------------------
+
+std::string_view IndexedReader::line_text(std::size_t key, std::string_view node, Fetched& fetched, bool& ended) {
+  fetched = fetch(key, node);
+  const auto size = static_cast<std::size_t>(fetched.extent.size);
+  ended = size > 0 && fetched.data[size - 1] == '\n';
+  const std::size_t length = size - (ended ? 1 : 0);  // a '\r' before the '\n' counts, as readlines counts it
+  if (length > files_->rules.max_bytes)
+    throw DataError(node,
+                    {.path = fetched.file->path,
+                     .line = files_->entry(*fetched.file, fetched.local) + 1,
+                     .byte_offset = fetched.extent.offset},
+                    fmt::format("the line is longer than max_line_bytes ({})", files_->rules.max_bytes));
+  return {fetched.data, length};
+}
+
+std::string IndexedReader::line(std::size_t key, std::string_view node) {
+  Fetched fetched;
+  bool ended = false;
+  const std::string_view text = line_text(key, node, fetched, ended);
+  // Python's text mode ends a line at "\n" or "\r\n" and hands "\n" over.
+  const bool crlf = ended && !text.empty() && text.back() == '\r';
+  if (files_->rules.strip_newline || !ended) return std::string(text.substr(0, text.size() - (crlf ? 1 : 0)));
+  std::string line(text.substr(0, text.size() - (crlf ? 1 : 0)));
+  line.push_back('\n');
+  return line;
+}
+
+Json IndexedReader::json_line(std::size_t key, std::string_view node) {
+  Fetched fetched;
+  bool ended = false;
+  std::string_view text = line_text(key, node, fetched, ended);
+  if (ended && !text.empty() && text.back() == '\r') text.remove_suffix(1);
+  auto& reading = *reading_;
+  if (!reading.json) reading.json.emplace();
+  auto result = JsonDecoder::Result::kValue;
+  Json value = reading.json->decode_padded(text.data(), text.size(), result);  // the block has the padding
+  if (result == JsonDecoder::Result::kValue) return value;
+  const DataError::Where where{.path = fetched.file->path,
+                               .line = files_->entry(*fetched.file, fetched.local) + 1,
+                               .byte_offset = fetched.extent.offset};
+  if (result == JsonDecoder::Result::kInvalid) throw DataError(node, where, reading.json->reason());
+  throw DataError(node, where, "the line is blank (the file changed since it was indexed)");
+}
+
+// --- CSV ---------------------------------------------------------------------------------------
+
+CsvRow IndexedReader::csv_row(std::size_t key, std::string_view node) {
+  const Fetched fetched = fetch(key, node);
+  const auto& rules = files_->rules;
+  const auto size = static_cast<std::size_t>(fetched.extent.size);
+  std::size_t length = size;  // the row without its line end
+  if (length > 0 && fetched.data[length - 1] == '\n') --length;
+  if (length > 0 && fetched.data[length - 1] == '\r') --length;
+  if (length > rules.max_bytes)
+    throw DataError(node,
+                    {.path = fetched.file->path,
+                     .line = rules.skip_lines + fetched.local + 1,
+                     .byte_offset = fetched.extent.offset},
+                    fmt::format("the row is longer than max_row_bytes ({})", rules.max_bytes));
+  auto& reading = *reading_;
+  if (!reading.csv)
+    reading.csv.emplace(CsvRules{.delimiter = rules.delimiter,
+                                 .quotechar = rules.quotechar,
+                                 .skip_lines = 0,
+                                 .max_row_bytes = std::numeric_limits<std::size_t>::max()});
+  // The row is parsed by parse_csv's own cursor, from a stream of its bytes at their offset.
+  OpenedFile row(fetched.file->path, fetched.file->path,
+                 std::make_unique<SpanSource>(fetched.data, size, fetched.extent.offset));
+  row.seek(fetched.extent.offset, node);
+  reading.csv->start(std::move(row));
+  CsvRow fields;
+  if (!reading.csv->next(fields, node))
+    throw DataError(node, {.path = fetched.file->path, .byte_offset = fetched.extent.offset},
+                    "the row is gone (the file changed since it was indexed)");
+  reading.csv->close();
+  return fields;
+}
+
+// --- tar ---------------------------------------------------------------------------------------
+
+std::string IndexedReader::member_bytes(const Fetched& fetched, std::uint64_t member, std::string_view node) const {
+  const auto& index = fetched.file->index;
+  const RecordSpan span = index.spans[member];
+  if (span.size > files_->rules.max_bytes)
+    throw DataError(
+        node,
+        {.path = fetched.file->path, .member = std::string(index.member_name(member)), .byte_offset = span.offset},
+        fmt::format("the member has {} bytes, more than max_member_bytes ({})", span.size, files_->rules.max_bytes));
+  return {fetched.data + (span.offset - fetched.extent.offset), static_cast<std::size_t>(span.size)};
+}
+
+PathBytes IndexedReader::member(std::size_t key, std::string_view node) {
+  const Fetched fetched = fetch(key, node);
+  const std::uint64_t member = files_->entry(*fetched.file, fetched.local);
+  return {member_path(fetched.file->path, fetched.file->index.member_name(member)),
+          member_bytes(fetched, member, node)};
+}
+
+WebDatasetSample IndexedReader::sample(std::size_t key, std::string_view node) {
+  const Fetched fetched = fetch(key, node);
+  const auto [first, end] = fetched.file->samples[fetched.local];
+  WebDatasetSample sample;
+  for (std::uint64_t member = first; member < end; ++member) {
+    auto [member_key, suffix] =
+        webdataset_split(member_path(fetched.file->path, fetched.file->index.member_name(member)));
+    if (suffix.empty()) continue;
+    if (sample.fields.empty()) sample.key = std::move(member_key);
+    std::string bytes = member_bytes(fetched, member, node);
+    auto& fields = sample.fields;
+    const auto same =
+        std::find_if(fields.begin(), fields.end(), [&](const auto& field) { return field.first == suffix; });
+    if (same != fields.end()) {
+      same->second = std::move(bytes);  // a repeated suffix keeps the last member's bytes
+    } else {
+      fields.emplace_back(std::move(suffix), std::move(bytes));
+    }
+  }
+  return sample;
+}
+
+// --- options -----------------------------------------------------------------------------------
+
+namespace {
+
+/// The rules of `format` with its limit `max_bytes` (named `limit` in messages); InvalidArgument
+/// for a limit of 0 and for OnError::skip.
+IndexedReadRules checked_rules(IndexedFormat format, const OnError& on_error, std::uint64_t max_bytes,
+                               std::string_view limit, std::string_view node) {
+  if (on_error.skips())
+    DPIPE_THROW(InvalidArgument,
+                "{}: a map pipe cannot skip a record (OnError::skip): get() returns the record asked for or throws; "
+                "catch the DataError instead",
+                node);
+  if (max_bytes == 0) DPIPE_THROW(InvalidArgument, "{}: {} must be > 0", node, limit);
+  return {.format = format, .max_bytes = max_bytes};
+}
+
+}  // namespace
+
+IndexedReadRules read_rules(IndexedFormat format, const TFRecordOptions& options, std::string_view node) {
+  auto rules = checked_rules(format, options.on_error, options.max_record_bytes, "max_record_bytes", node);
+  rules.verify_crc = options.verify_crc;
+  return rules;
+}
+
+IndexedReadRules read_rules(IndexedFormat format, const ReadLinesOptions& options, std::string_view node) {
+  auto rules = checked_rules(format, options.on_error, options.max_line_bytes, "max_line_bytes", node);
+  rules.skip_lines = options.skip_lines;
+  rules.strip_newline = options.strip_newline;
+  return rules;
+}
+
+IndexedReadRules read_rules(IndexedFormat format, const ParseJsonlOptions& options, std::string_view node) {
+  return checked_rules(format, options.on_error, options.max_line_bytes, "max_line_bytes", node);
+}
+
+IndexedReadRules read_rules(IndexedFormat format, const CsvOptions& options, std::string_view node) {
+  auto rules = checked_rules(format, options.on_error, options.max_row_bytes, "max_row_bytes", node);
+  check_csv_options(options, node);
+  rules.skip_lines = options.skip_lines;
+  rules.delimiter = options.delimiter;
+  rules.quotechar = options.quotechar;
+  return rules;
+}
+
+IndexedReadRules read_rules(IndexedFormat format, const ArchiveOptions& options, std::string_view node) {
+  return checked_rules(format, options.on_error, options.max_member_bytes, "max_member_bytes", node);
+}
+
+}  // namespace detail
+
+std::string_view indexed_format_name(IndexedFormat format) noexcept {
+  switch (format) {
+    case IndexedFormat::kTFRecord:
+      return "tfrecord";
+    case IndexedFormat::kTFExample:
+      return "tfexample";
+    case IndexedFormat::kLines:
+      return "lines";
+    case IndexedFormat::kJsonLines:
+      return "jsonl";
+    case IndexedFormat::kCsv:
+      return "csv";
+    case IndexedFormat::kTar:
+      return "tar";
+    case IndexedFormat::kWebDataset:
+      break;
+  }
+  return "webdataset";
+}
+
+}  // namespace dpipe::io
