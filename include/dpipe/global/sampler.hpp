@@ -103,28 +103,27 @@ class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingData
     permutation_ = settings_.permutation(size);
     step_ = 0;
     position_ = schedule_.owned_steps() > 0 ? schedule_.positions(schedule_.owned_step(0)).first : 0;
+    ahead_ = position_;
   }
 
   std::optional<Sampled<V>> next_impl() override {
     if (!advance()) return std::nullopt;
-    return take();
+    const std::uint64_t step = schedule_.owned_step(step_);
+    hint_ahead(schedule_.positions(step).second);
+    return sampled(step, indices_[position_++ % kAhead]);
   }
 
-  /// Reads in runs: the indices of a run are computed and prefetched first (the source starts
-  /// loading them), then read, so the waits of a random order overlap.
+  /// Reads in runs of kRun, having hinted the source (MapDataPipe::prefetch) up to kAhead
+  /// positions ahead: a run is read while the next one loads, so the waits of a random order
+  /// overlap, and a source that batches its reads gets whole runs of hints.
   std::size_t pull_impl(std::vector<Sampled<V>>& out, std::size_t n) override {
     std::size_t produced = 0;
-    std::array<std::uint64_t, kRun> indices{};
     while (produced < n && advance()) {
       const std::uint64_t step = schedule_.owned_step(step_);
       const std::uint64_t last = schedule_.positions(step).second;
+      hint_ahead(last);
       const auto run = static_cast<std::size_t>(std::min<std::uint64_t>({last - position_, n - produced, kRun}));
-      for (std::size_t i = 0; i < run; ++i) {
-        indices[i] = index_at(position_ + i);
-        source_.prefetch(static_cast<K>(indices[i]));
-      }
-      for (std::size_t i = 0; i < run; ++i) out.push_back(sampled(step, indices[i]));
-      position_ += run;
+      for (std::size_t i = 0; i < run; ++i) out.push_back(sampled(step, indices_[position_++ % kAhead]));
       produced += run;
     }
     return produced;
@@ -140,25 +139,30 @@ class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingData
     while (step_ < schedule_.owned_steps()) {
       const auto [first, last] = schedule_.positions(schedule_.owned_step(step_));
       if (position_ < last) return true;
-      if (++step_ < schedule_.owned_steps()) position_ = schedule_.positions(schedule_.owned_step(step_)).first;
+      if (++step_ < schedule_.owned_steps()) {
+        position_ = schedule_.positions(schedule_.owned_step(step_)).first;
+        ahead_ = position_;
+      }
     }
     return false;
   }
 
-  [[nodiscard]] std::uint64_t index_at(std::uint64_t position) const noexcept {
-    return settings_.shuffle() ? permutation_(position) : position;
+  /// Computes the indices of the positions up to kAhead past the current one (within the step,
+  /// which ends at `last`) that are not yet, and hints the source of each.
+  void hint_ahead(std::uint64_t last) noexcept {
+    for (const std::uint64_t until = std::min(last, position_ + kAhead); ahead_ < until; ++ahead_) {
+      const std::uint64_t index = settings_.shuffle() ? permutation_(ahead_) : ahead_;
+      indices_[ahead_ % kAhead] = index;
+      source_.prefetch(static_cast<K>(index));
+    }
   }
 
   Sampled<V> sampled(std::uint64_t step, std::uint64_t index) {
     return Sampled<V>{step, index, sample_seed(settings_.key(), index), source_.get(static_cast<K>(index))};
   }
 
-  Sampled<V> take() {
-    const std::uint64_t index = index_at(position_++);
-    return sampled(schedule_.owned_step(step_), index);
-  }
-
   static constexpr std::size_t kRun = 32;
+  static constexpr std::size_t kAhead = 2 * kRun;
 
   MapInput<K, V> source_;
   detail::GlobalSamplerSettings settings_;
@@ -166,6 +170,8 @@ class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingData
   IndexPermutation permutation_{0, 0};
   std::uint64_t step_ = 0;      // the instance's step being read (an index into its owned steps)
   std::uint64_t position_ = 0;  // the next position of that step
+  std::uint64_t ahead_ = 0;     // the positions before it have their indices in indices_ (and were hinted)
+  std::array<std::uint64_t, kAhead> indices_{};  // position p's index at p % kAhead
 };
 
 }  // namespace dpipe

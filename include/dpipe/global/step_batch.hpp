@@ -57,6 +57,7 @@ class GlobalStepBatcher final : public IterDataPipe<Sampled<std::vector<T>>> {
     if (step_ >= schedule_.owned_steps()) return std::nullopt;
     const std::uint64_t step = schedule_.owned_step(step_++);
     Sampled<std::vector<T>> batch{step, 0, 0, {}};
+    batch.value.reserve(static_cast<std::size_t>(schedule_.span()));
     while (true) {
       if (cursor_ == staged_.size() && !refill()) break;
       Sampled<T>& element = staged_[cursor_];
