@@ -98,3 +98,22 @@ TEST_CASE("global_order across ranks: rank 0's checkpoint restores the job onto 
   const auto back = run_job(make, JobShape{2, 2, kProcess}, 9, 1, std::nullopt, three.checkpoint);
   CHECK(interleaved(back, 0) == dealt(epoch1, 6, 2));
 }
+
+TEST_CASE("global_order across ranks: EpochTail::kPad fills the last round with the epoch's first steps",
+          "[global][distributed][concurrency]") {
+  const std::function<dpipe::IterPipe<Batch>()> make = [] {
+    return dpipe::IterPipe<Batch>(dpipe::global_order(iota(100), {.tail = dpipe::EpochTail::kPad})
+                                      .filter([](std::int64_t x) { return x % 4 != 1; })
+                                      .batch(7));
+  };
+  const auto reference = run_job(make, JobShape{}, 4, 1);
+  const auto& steps = reference.ranks[0][0];
+  REQUIRE(steps.size() == 15);
+  // 2 ranks: 8 steps each, the 16th is step 0 again; 4 ranks: 4 each, likewise.
+  auto two = steps;
+  two.push_back(steps[0]);
+  CHECK(interleaved(run_job(make, JobShape{2, 2, kThread}, 4, 1), 0) == two);
+  auto four = steps;
+  four.push_back(steps[0]);
+  CHECK(interleaved(run_job(make, JobShape{4, 0}, 4, 1), 0) == four);
+}
