@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev zlib1g-dev
+PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev zlib1g-dev liburing-dev pkg-config
 # bench: GNU time, for the compile-time script's peak memory. The tests run the distributed
 # example under mpirun too (Open MPI's launcher; dpipe links no MPI library).
 bench: EXTRA_PACKAGES := time

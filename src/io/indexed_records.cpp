@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <dpipe/io/detail/csv_cursor.hpp>
 #include <dpipe/io/indexed_records.hpp>
 
+#include "io/batch_read.hpp"
 #include "io/crc32c.hpp"
 #include "io/index_scan.hpp"
 
@@ -23,6 +26,11 @@ namespace {
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 /// The first read-ahead once reads go in order; it doubles up to IndexOptions::read_ahead_bytes.
 constexpr std::size_t kFirstReadAhead = std::size_t{16} << 10;
+/// The most bytes a batch of hinted records holds; the records past it are read alone.
+constexpr std::uint64_t kMaxBatchBytes = std::uint64_t{8} << 20;
+static_assert(IndexedReader::kMaxHints <= BatchReader::kMaxReads);
+
+std::atomic<std::uint64_t> batched_record_count{0};
 
 std::string member_path(const std::string& archive, std::string_view member) {
   return (std::filesystem::path(archive) / member).lexically_normal().string();
@@ -165,6 +173,17 @@ struct Fetched {
   const char* data = nullptr;
 };
 
+/// A hinted record in the batch that read it.
+struct BatchSlot {
+  std::size_t key = 0;
+  std::size_t file = 0;      // its file's number
+  std::uint64_t local = 0;   // its number in that file
+  RecordSpan extent;         // where it is
+  std::size_t position = 0;  // where its bytes are in the batch's block
+  std::size_t read = 0;      // the read of the batch that brought them
+  std::uint64_t got = 0;     // how many of them came
+};
+
 struct IndexedReader::Reading {
   explicit Reading(std::size_t files) : descriptors(files, -1) {}
   Reading(const Reading&) = delete;
@@ -184,6 +203,23 @@ struct IndexedReader::Reading {
   std::size_t read_ahead = 0;      // what the last read read beyond its record (while in order)
   std::optional<CsvCursor> csv;
   std::optional<JsonDecoder> json;
+  // Hinted records: the keys queued, oldest first, and the batch that read the last of them.
+  std::array<std::size_t, kMaxHints> hinted{};
+  std::size_t hinted_count = 0;
+  std::vector<BatchSlot> batch;  // in file and offset order
+  std::vector<BatchRead> reads;  // one per run of adjacent records
+  std::unique_ptr<char[]> batch_block;
+  std::size_t batch_capacity = 0;  // batch_block's bytes
+  BatchReader batch_reader;
+
+  [[nodiscard]] bool is_hinted(std::size_t key) const noexcept {
+    const auto end = hinted.begin() + static_cast<std::ptrdiff_t>(hinted_count);
+    return std::find(hinted.begin(), end, key) != end;
+  }
+  [[nodiscard]] BatchSlot* batched(std::size_t key) noexcept {
+    const auto slot = std::find_if(batch.begin(), batch.end(), [&](const BatchSlot& s) { return s.key == key; });
+    return slot == batch.end() ? nullptr : &*slot;
+  }
 };
 
 IndexedReader::IndexedReader(std::vector<std::string> files, IndexedReadRules rules, const IndexOptions& options,
@@ -229,19 +265,114 @@ RecordLocation IndexedReader::locate(std::size_t key) const noexcept {
   return {number, record, shared.extent(shared.files[number], record)};
 }
 
-/// Reads record `key`'s bytes: from the buffer when an earlier read brought them, else with one
-/// pread (of the records after it too, while reads go in order).
+void IndexedReader::hint(std::size_t key) const noexcept {
+  auto& reading = *reading_;  // the reading state, not the reader's value
+  if (key >= size() || reading.is_hinted(key)) return;
+  auto& hinted = reading.hinted;
+  if (reading.hinted_count == hinted.size()) {
+    std::copy(hinted.begin() + 1, hinted.end(), hinted.begin());  // the oldest gives way
+    --reading.hinted_count;
+  }
+  hinted[reading.hinted_count++] = key;
+}
+
+int IndexedReader::descriptor(std::size_t number) noexcept {
+  int& opened = reading_->descriptors[number];
+  while (opened < 0) {
+    opened = ::open(files_->files[number].path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (opened < 0 && errno != EINTR) break;
+  }
+  return opened;
+}
+
+DataError IndexedReader::truncated(const Fetched& fetched, std::uint64_t got, std::string_view node) const {
+  return DataError(node, {.path = fetched.file->path, .byte_offset = fetched.extent.offset},
+                   fmt::format("{}the file ends after {} of the record's {} bytes (it changed since it was indexed)",
+                               record_prefix(fetched), got, fetched.extent.size));
+}
+
+/// Reads the queued records at once: sorted by file and offset, each run of adjacent records one
+/// read of the batch. A record that does not fit (kMaxBatchBytes) or whose file cannot be opened
+/// is left out, to be read alone, and to fail there as a read alone fails.
+void IndexedReader::read_hinted() {
+  auto& reading = *reading_;
+  auto& batch = reading.batch;
+  batch.clear();
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < reading.hinted_count; ++i) {
+    const std::size_t key = reading.hinted[i];
+    const RecordLocation location = locate(key);
+    if (location.span.size > kMaxBatchBytes - total || descriptor(location.file) < 0) continue;
+    total += location.span.size;
+    batch.push_back({.key = key, .file = location.file, .local = location.record, .extent = location.span});
+  }
+  reading.hinted_count = 0;
+  if (batch.empty()) return;
+  const auto bytes = static_cast<std::size_t>(total);
+  if (reading.batch_capacity < bytes + JsonDecoder::kPadding) {
+    reading.batch_capacity = std::max(bytes + JsonDecoder::kPadding, 2 * reading.batch_capacity);
+    reading.batch_block = std::make_unique_for_overwrite<char[]>(reading.batch_capacity);
+  }
+  std::sort(batch.begin(), batch.end(), [](const BatchSlot& a, const BatchSlot& b) {
+    return a.file != b.file ? a.file < b.file : a.extent.offset < b.extent.offset;
+  });
+  auto& reads = reading.reads;
+  reads.clear();
+  std::size_t position = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    BatchSlot& slot = batch[i];
+    const BatchSlot* before = i == 0 ? nullptr : &batch[i - 1];
+    const auto size = static_cast<std::size_t>(slot.extent.size);
+    if (before != nullptr && before->file == slot.file &&
+        before->extent.offset + before->extent.size == slot.extent.offset) {
+      reads.back().size += size;  // adjacent: one read brings both
+    } else {
+      reads.push_back({.descriptor = reading.descriptors[slot.file],
+                       .data = reading.batch_block.get() + position,
+                       .size = size,
+                       .offset = slot.extent.offset});
+    }
+    slot.position = position;
+    slot.read = reads.size() - 1;
+    position += size;
+  }
+  reading.batch_reader.read(reads);
+  for (BatchSlot& slot : batch) {
+    const BatchRead& read = reads[slot.read];
+    const std::uint64_t into = slot.extent.offset - read.offset;  // where the slot starts in its read
+    const auto came = static_cast<std::uint64_t>(std::max<std::int64_t>(read.result, 0));
+    slot.got = came > into ? std::min(came - into, slot.extent.size) : 0;
+  }
+}
+
+/// Reads record `key`'s bytes: from the batch of hinted records (read now if `key` is one not
+/// read yet), from the buffer when an earlier read brought them, else with one pread (of the
+/// records after it too, while reads go in order).
 Fetched IndexedReader::fetch(std::size_t key, std::string_view node) {
   auto& reading = *reading_;
   const auto& shared = *files_;
+  const bool in_order = reading.last_key != kNone && key == reading.last_key + 1;
+  reading.last_key = key;
+  if (reading.hinted_count > 0 && reading.is_hinted(key)) read_hinted();
+  if (BatchSlot* slot = reading.batched(key)) {
+    const auto& file = shared.files[slot->file];
+    Fetched fetched{&file, slot->local, slot->extent, reading.batch_block.get() + slot->position};
+    const auto size = static_cast<std::size_t>(slot->extent.size);
+    if (slot->got < size) {  // the batch's read came short or failed: read on, as pread does
+      const auto got = static_cast<std::size_t>(slot->got);
+      slot->got += read_at(reading.descriptors[slot->file], reading.batch_block.get() + slot->position + got,
+                           size - got, slot->extent.offset + got, file.path, node);
+      if (slot->got < size) throw truncated(fetched, slot->got, node);
+    }
+    batched_record_count.fetch_add(1, std::memory_order_relaxed);
+    return fetched;
+  }
   const RecordLocation location = locate(key);
   const std::size_t number = location.file;
   const auto& file = shared.files[number];
   Fetched fetched{&file, location.record, location.span, nullptr};
   const std::uint64_t offset = fetched.extent.offset;
   const std::uint64_t end = offset + fetched.extent.size;
-  const bool in_order = reading.last_key != kNone && key == reading.last_key + 1;
-  reading.last_key = key;
   if (reading.block_file == number && offset >= reading.block_offset &&
       end <= reading.block_offset + reading.block_size) {
     fetched.data = reading.block.get() + (offset - reading.block_offset);
@@ -260,23 +391,15 @@ Fetched IndexedReader::fetch(std::size_t key, std::string_view node) {
     reading.block = std::make_unique_for_overwrite<char[]>(reading.capacity);
     reading.block_file = kNone;
   }
-  int& descriptor = reading.descriptors[number];
-  if (descriptor < 0) {
-    do {
-      descriptor = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
-    } while (descriptor < 0 && errno == EINTR);
-    if (descriptor < 0)
-      throw DataError(node, {.path = file.path}, fmt::format("cannot open: {}", std::strerror(errno)));
-  }
+  const int opened = descriptor(number);
+  if (opened < 0) throw DataError(node, {.path = file.path}, fmt::format("cannot open: {}", std::strerror(errno)));
   reading.block_file = kNone;
-  reading.block_size = read_at(descriptor, reading.block.get(), bytes, offset, file.path, node);
+  reading.block_size = read_at(opened, reading.block.get(), bytes, offset, file.path, node);
   reading.block_file = number;
   reading.block_offset = offset;
   if (reading.block_size < fetched.extent.size) {
     reading.block_file = kNone;
-    throw DataError(node, {.path = file.path, .byte_offset = offset},
-                    fmt::format("{}the file ends after {} of the record's {} bytes (it changed since it was indexed)",
-                                record_prefix(fetched), reading.block_size, fetched.extent.size));
+    throw truncated(fetched, reading.block_size, node);
   }
   fetched.data = reading.block.get();
   return fetched;
@@ -504,6 +627,8 @@ IndexedReadRules read_rules(IndexedFormat format, const CsvOptions& options, std
 IndexedReadRules read_rules(IndexedFormat format, const ArchiveOptions& options, std::string_view node) {
   return checked_rules(format, options.on_error, options.max_member_bytes, "max_member_bytes", node);
 }
+
+std::uint64_t batched_records() noexcept { return batched_record_count.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 

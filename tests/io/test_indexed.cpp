@@ -2,7 +2,8 @@
 // through the index equal the sequential reader's, in order and in a shuffled order; indexes are
 // reused while fresh, rebuilt or refused when stale, rebuilt or refused when corrupt, kept in a
 // cache directory; files that cannot be indexed and bad records are DataErrors with exact
-// messages; clones and worker processes read on their own descriptors.
+// messages; clones and worker processes read on their own descriptors; a global order's hints
+// make batched reads (io_uring, or preads), which serve the same records and fail the same way.
 
 #include <algorithm>
 #include <cstdint>
@@ -12,6 +13,8 @@
 #include <random>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -19,6 +22,7 @@
 #include <dpipe/dpipe.hpp>
 #include <dpipe/io.hpp>
 
+#include "io/batch_read.hpp"
 #include "support/archive_writer.hpp"
 #include "support/battery.hpp"
 #include "support/data_error.hpp"
@@ -90,6 +94,40 @@ std::int64_t mtime_ns(const std::string& path) {
   struct stat status {};
   REQUIRE(::stat(path.c_str(), &status) == 0);
   return static_cast<std::int64_t>(status.st_mtim.tv_sec) * 1'000'000'000 + status.st_mtim.tv_nsec;
+}
+
+/// Batched reads with io_uring (true) or with preads while it lives; io_uring again after.
+class RingSetting {
+ public:
+  explicit RingSetting(bool ring) { dpipe::io::detail::set_io_uring_enabled(ring); }
+  RingSetting(const RingSetting&) = delete;
+  RingSetting& operator=(const RingSetting&) = delete;
+  ~RingSetting() { dpipe::io::detail::set_io_uring_enabled(true); }
+};
+
+/// The keys a global order over `size` records reads, in its order for `seed` (batches of 64).
+std::vector<std::size_t> global_keys(std::size_t size, std::uint64_t seed) {
+  std::vector<std::size_t> keys(size);
+  std::iota(keys.begin(), keys.end(), std::size_t{0});
+  dpipe::DataLoader2<std::vector<std::size_t>> loader(dpipe::global_order(keys).batch(64));
+  loader.seed(seed);
+  std::vector<std::size_t> order;
+  for (const auto& batch : loader) order.insert(order.end(), batch.begin(), batch.end());
+  return order;
+}
+
+/// The records of a loader's next epoch of batches, one after the other.
+std::vector<std::string> flat_epoch(dpipe::DataLoader2<std::vector<std::string>>& loader) {
+  std::vector<std::string> records;
+  for (auto& batch : loader) std::move(batch.begin(), batch.end(), std::back_inserter(records));
+  return records;
+}
+
+/// Overwrites one byte of `path` at `offset`.
+void poke(const std::string& path, std::uint64_t offset, char byte) {
+  std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+  file.seekp(static_cast<std::streamoff>(offset));
+  file << byte;
 }
 
 /// Sets the modification time of `path` `seconds` later than it is.
@@ -466,4 +504,143 @@ TEST_CASE("indexed_records: the documentation's global shuffle over the records 
   // [indexed]
   CHECK(records.size() == 100);
   CHECK(seen == 100);
+}
+
+TEST_CASE("indexed_records: a global order reads the records in its order, hinted and read in batches",
+          "[io][indexed][global]") {
+  TFRecordFiles files;
+  const auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>(files.paths);
+  const auto order = global_keys(records.size(), 5);
+  REQUIRE(order.size() == records.size());
+  CHECK_FALSE(std::is_sorted(order.begin(), order.end()));
+  std::vector<std::string> expected;  // each record read alone, by key
+  for (const std::size_t key : order) expected.push_back(records.get(key));
+  for (const bool ring : {true, false}) {
+    INFO((ring ? "io_uring" : "preads"));
+    const RingSetting setting(ring);
+    const auto batched = dpipe::io::detail::batched_records();
+    dpipe::DataLoader2<std::vector<std::string>> loader(dpipe::global_order(records).batch(64));
+    loader.seed(5);
+    CHECK(flat_epoch(loader) == expected);
+    CHECK(dpipe::io::detail::batched_records() - batched == records.size());  // each one hinted, then batched
+    // in_order(): a step is one position, each hinted and read in a batch of one.
+    dpipe::DataLoader2<std::string> one_by_one(dpipe::global_order(records).in_order());
+    one_by_one.seed(5);
+    CHECK(dpipe::testing::epoch(one_by_one) == expected);
+  }
+}
+
+TEST_CASE("indexed_records: hinted records are read together at the first read of one, then served from that batch",
+          "[io][indexed]") {
+  TempDir dir;
+  const auto texts = numbered("r", 100, 30);
+  const std::string path = dir.write("a.tfrecord", dpipe::testing::frames(texts));
+  const auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>({path});
+  const auto& node = dynamic_cast<const dpipe::io::IndexedRecords<IndexedFormat::kTFRecord>&>(records.node());
+  for (const std::size_t key : {40U, 7U, 8U, 23U, 31U}) node.prefetch(key);
+  node.prefetch(100);  // past size(): passed over
+  node.prefetch(7);    // queued already
+  auto batched = dpipe::io::detail::batched_records();
+  CHECK(records.get(7) == texts[7]);  // reads 7, 8 (one read), 23, 31 and 40 at once
+  // The bytes of record 23 change in the file: its read from the batch yields what the batch read.
+  poke(path, node.locate(23).span.offset + 12, 'X');
+  CHECK(records.get(40) == texts[40]);
+  CHECK(records.get(23) == texts[23]);
+  CHECK(records.get(8) == texts[8]);
+  CHECK(records.get(50) == texts[50]);  // not hinted: read alone
+  CHECK(dpipe::io::detail::batched_records() - batched == 4);
+  // Record 31 was hinted and never read: no harm. A new batch replaces that one; record 23, read
+  // alone now, shows the change.
+  node.prefetch(60);
+  CHECK(records.get(60) == texts[60]);
+  CHECK_THAT(data_error_of([&] { (void)records.get(23); }),
+             Catch::Contains("record 24: the data's CRC does not match"));
+  poke(path, node.locate(23).span.offset + 12, texts[23][0]);
+
+  // Hints beyond kMaxHints: the oldest give way, and are read alone.
+  static_assert(dpipe::io::detail::IndexedReader::kMaxHints == 64);
+  for (std::size_t key = 0; key < 70; ++key) node.prefetch(key);
+  batched = dpipe::io::detail::batched_records();
+  for (std::size_t key = 0; key < 70; ++key) CHECK(records.get(key) == texts[key]);
+  CHECK(dpipe::io::detail::batched_records() - batched == 64);
+  // Hints that are never read, with reads of other keys: each is read alone, as without hints.
+  for (std::size_t key = 80; key < 90; ++key) node.prefetch(key);
+  batched = dpipe::io::detail::batched_records();
+  for (std::size_t key = 90; key < 100; ++key) CHECK(records.get(key) == texts[key]);
+  CHECK(dpipe::io::detail::batched_records() == batched);
+  CHECK(collect(records.to_iter()) == texts);
+}
+
+TEST_CASE("indexed_records: a batched read of a file cut short fails as a pread does", "[io][indexed]") {
+  TempDir dir;
+  const std::string path = dir.write("a.tfrecord", dpipe::testing::frames({"first", "second", "third", "fourth"}));
+  const auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>({path});
+  const auto& node = records.node();
+  fs::resize_file(path, fs::file_size(path) - 3);
+  const std::string alone = data_error_of([&] { (void)records.get(3); });
+  CHECK_THAT(alone, Catch::Matches("indexed_records#[0-9]+: '" + path +
+                                   "' byte offset 64: record 4: the file ends after 19 of the record's 22 bytes "
+                                   "\\(it changed since it was indexed\\)"));
+  for (const bool ring : {true, false}) {
+    INFO((ring ? "io_uring" : "preads"));
+    const RingSetting setting(ring);
+    // Two reads: the first record, and the third and fourth (adjacent), cut short in the fourth.
+    for (const std::size_t key : {0U, 2U, 3U}) node.prefetch(key);
+    CHECK(records.get(2) == "third");
+    CHECK(data_error_of([&] { (void)records.get(3); }) == alone);
+    CHECK(records.get(0) == "first");
+    // Two reads, the second cut short.
+    for (const std::size_t key : {3U, 1U}) node.prefetch(key);
+    CHECK(data_error_of([&] { (void)records.get(3); }) == alone);
+    CHECK(records.get(1) == "second");
+  }
+}
+
+TEST_CASE("indexed_records: worker processes read a global order with rings of their own",
+          "[io][indexed][global][concurrency]") {
+  TFRecordFiles files;
+  const auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>(files.paths);
+  const auto& node = records.node();
+  const auto order = global_keys(records.size(), 9);
+  std::vector<std::string> expected;
+  for (const std::size_t key : order) expected.push_back(records.get(key));
+  /// Reads `order` in runs of 32, each hinted before it is read, as the global order's sampler
+  /// does; true when each record is the one expected.
+  const auto read_hinted = [&] {
+    bool same = true;
+    for (std::size_t first = 0; first < order.size(); first += 32) {
+      const std::size_t end = std::min(order.size(), first + 32);
+      for (std::size_t i = first; i < end; ++i) node.prefetch(order[i]);
+      for (std::size_t i = first; i < end; ++i) same = same && records.get(order[i]) == expected[i];
+    }
+    return same;
+  };
+  // This process reads with hints first: its reader holds a ring when the workers fork.
+  const auto rings = dpipe::io::detail::ring_reads();
+  CHECK(read_hinted());
+  const bool ring = dpipe::io::detail::ring_reads() > rings;
+  dpipe::DataLoader2<std::vector<std::string>> loader(dpipe::global_order(records).batch(64),
+                                                      dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  loader.seed(9);
+  CHECK(flat_epoch(loader) == expected);
+
+  // A child forked from a reader with a ring makes a ring of its own; the parent's still works.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int status = 0;
+    try {
+      const auto made = dpipe::io::detail::rings_made();
+      if (!read_hinted()) status = 1;
+      if (ring && dpipe::io::detail::rings_made() != made + 1) status = 2;
+    } catch (...) {
+      status = 3;
+    }
+    ::_exit(status);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(read_hinted());
 }

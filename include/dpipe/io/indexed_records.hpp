@@ -131,10 +131,14 @@ struct Fetched;
 /// file (opened on first use, with O_CLOEXEC). A read that misses its buffer reads the record
 /// alone, or, while reads go through the records in order, also the records after it up to
 /// IndexOptions::read_ahead_bytes (doubling from 16 KiB): later reads of those are served from the
-/// buffer. Bad bytes are a DataError naming the node, the file and the record's byte offset.
-/// Thread-safety: one thread at a time; a copy shares the indexes and opens descriptors of its
-/// own. After fork() the child keeps using the descriptors it inherited: pread moves no shared
-/// file offset.
+/// buffer. Records named by hint() are read together instead: the first read of one of them
+/// reads them all (up to kMaxHints records, 8 MiB in all) with one io_uring submission, or one
+/// pread each where the kernel has no io_uring, and later reads of them are served from that
+/// batch in any order. Bad bytes are a DataError naming the node, the file and the record's byte
+/// offset, the same whichever way the record was read. Thread-safety: one thread at a time; a
+/// copy shares the indexes and opens descriptors and a ring of its own. After fork() the child
+/// keeps using the descriptors it inherited (pread moves no shared file offset) and makes a ring
+/// of its own.
 class IndexedReader {
  public:
   /// Indexes `files` (index_file) for `rules`; DataError naming `node` as index_file says.
@@ -152,6 +156,13 @@ class IndexedReader {
   [[nodiscard]] const RecordIndex& index(std::size_t file) const noexcept;
   /// Where record `key` is. REQUIRES: key < size().
   [[nodiscard]] RecordLocation locate(std::size_t key) const noexcept;
+  /// The most hinted records one batch reads.
+  static constexpr std::size_t kMaxHints = 64;
+  /// A hint that record `key` is read soon: it joins the records the next read of a hinted record
+  /// reads at once. With kMaxHints queued, the oldest gives way; a key queued already or past
+  /// size() is passed over. It changes which bytes the reader holds, never what it yields. Never
+  /// throws.
+  void hint(std::size_t key) const noexcept;
 
   // Record `key` (REQUIRES: key < size()), as its format's reader yields it.
   [[nodiscard]] std::string tfrecord(std::size_t key, std::string_view node);
@@ -165,8 +176,14 @@ class IndexedReader {
  private:
   struct Reading;  // descriptors, the buffer, the format's decoders
 
-  /// Record `key`'s bytes, from the buffer or read into it.
+  /// Record `key`'s bytes, from a batch, from the buffer or read into it.
   Fetched fetch(std::size_t key, std::string_view node);
+  /// Reads the hinted records, as one batch of reads.
+  void read_hinted();
+  /// File `number`'s descriptor, opened on first use; -1 (errno set) when it cannot be opened.
+  int descriptor(std::size_t number) noexcept;
+  /// The DataError of a record that the file ends inside of, after `got` of its bytes.
+  [[nodiscard]] DataError truncated(const Fetched& fetched, std::uint64_t got, std::string_view node) const;
   /// "record N: " for a TFRecord record (as tfrecord_records' messages start), else "".
   [[nodiscard]] std::string record_prefix(const Fetched& fetched) const;
   /// A TFRecord record's data, its framing checked.
@@ -181,6 +198,10 @@ class IndexedReader {
   std::unique_ptr<Reading> reading_;
 };
 
+/// For tests: how many records this process's indexed readers have served from batches of
+/// hinted records. Thread-safe.
+[[nodiscard]] std::uint64_t batched_records() noexcept;
+
 }  // namespace detail
 
 /// A MapDataPipe over the records of `files` in format F: key k is the k-th record counting
@@ -191,7 +212,9 @@ class IndexedReader {
 /// index when it is fresh, a scan otherwise). A record that fails its format's checks (a CRC
 /// mismatch, a truncated record, a line over max_line_bytes, JSON that does not parse) is a
 /// DataError naming the node, the file and the record's byte offset; a key past size() a
-/// KeyError. Map nodes keep no iteration state, so a checkpoint holds nothing for this node.
+/// KeyError. prefetch(k) queues k, and the first get() of a queued key reads all queued records
+/// at once (one io_uring submission): a global order's sampler hints each run of keys before it
+/// reads them. Map nodes keep no iteration state, so a checkpoint holds nothing for this node.
 /// Thread-safety: one thread at a time (a MapDataPipe); clones (graph::clone, worker copies)
 /// read with descriptors of their own.
 template <IndexedFormat F>
@@ -248,6 +271,8 @@ class IndexedRecords final : public MapDataPipe<std::size_t, IndexedRecord<F>> {
     }
   }
   [[nodiscard]] std::size_t size_impl() const override { return reader_.size(); }
+  /// Queues `key` to be read with the other hinted records (IndexedReader::hint).
+  void prefetch_impl(const std::size_t& key) const noexcept override { reader_.hint(key); }
 
  private:
   detail::IndexedReader reader_;
