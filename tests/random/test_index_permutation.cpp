@@ -43,10 +43,13 @@ double pearson(const std::vector<double>& counts, double expected) {
 // mpmath 1.3: bisection on x until gammainc(df / 2, x / 2, inf, regularized=True) == 0.001.
 constexpr double kChiSquare1 = 10.827566;      // df 1
 constexpr double kChiSquare4 = 18.466827;      // df 4
+constexpr double kChiSquare8 = 26.124482;      // df 8
 constexpr double kChiSquare10 = 29.588298;     // df 10
 constexpr double kChiSquare14 = 36.123274;     // df 14
+constexpr double kChiSquare81 = 126.082558;    // df 81
 constexpr double kChiSquare121 = 174.816362;   // df 121
 constexpr double kChiSquare225 = 296.287926;   // df 225
+constexpr double kChiSquare598 = 710.592633;   // df 598
 constexpr double kChiSquare998 = 1141.778841;  // df 998
 
 TEST_CASE("IndexPermutation: a bijection of 0..n-1 for every n up to 3000", "[random][permutation]") {
@@ -68,7 +71,8 @@ TEST_CASE("IndexPermutation: a bijection of sampled large ranges", "[random][per
 }
 
 TEST_CASE("IndexPermutation: the widest ranges stay in range and apart on a sample", "[random][permutation]") {
-  // 2^32 + 1 needs h = 17; the others the widest network, h = 32 (2^62 + 3 walks ~4 times).
+  // 2^32 + 1 is a (2^16 + 1) x 2^16 network; 2^62 + 3 a (2^31 + 1) x 2^31 one; 2^63 and 2^64 - 1
+  // have the widest left radix, a = 2^32 (for 2^64 - 1 the network's last value walks).
   for (const std::uint64_t n : {(1ULL << 32) + 1, (1ULL << 62) + 3, 1ULL << 63, ~0ULL}) {
     CAPTURE(n);
     const IndexPermutation perm(n, 7);
@@ -96,11 +100,17 @@ TEST_CASE("IndexPermutation: the same size and key give the same order", "[rando
 
 TEST_CASE("IndexPermutation: known answers", "[random][permutation]") {
   // A shuffle order is part of what a checkpoint resumes: a change of these is a breaking change.
-  CHECK(order_of(IndexPermutation(10, 0)) == std::vector<std::uint64_t>{8, 5, 0, 3, 2, 1, 6, 9, 4, 7});
-  CHECK(order_of(IndexPermutation(10, 1)) == std::vector<std::uint64_t>{7, 6, 8, 1, 3, 5, 4, 2, 0, 9});
+  CHECK(order_of(IndexPermutation(10, 0)) == std::vector<std::uint64_t>{1, 8, 5, 7, 4, 6, 9, 2, 3, 0});
+  CHECK(order_of(IndexPermutation(10, 1)) == std::vector<std::uint64_t>{7, 1, 0, 3, 6, 5, 8, 9, 2, 4});
   const IndexPermutation wide(1ULL << 40, 123456789);
   CHECK(std::vector<std::uint64_t>{wide(0), wide(1), wide(2), wide((1ULL << 40) - 1)} ==
-        std::vector<std::uint64_t>{980602091454, 146152714277, 956765879965, 142386385152});
+        std::vector<std::uint64_t>{674135178679, 642119180179, 1012215459712, 961854177350});
+  const IndexPermutation ten_million(10'000'000, 42);  // a 2442 x 4096 network
+  CHECK(std::vector<std::uint64_t>{ten_million(0), ten_million(1), ten_million(9'999'999)} ==
+        std::vector<std::uint64_t>{1000060, 5046322, 7847496});
+  const IndexPermutation widest(~0ULL, 42);  // 2^32 x 2^32
+  CHECK(std::vector<std::uint64_t>{widest(0), widest(1), widest(~0ULL - 1)} ==
+        std::vector<std::uint64_t>{16256829030284629689ULL, 7176878979629035913ULL, 11940668370486095528ULL});
 }
 
 TEST_CASE("IndexPermutation: the smallest ranges", "[random][permutation]") {
@@ -131,12 +141,14 @@ TEST_CASE("IndexPermutation: over keys each position takes each index equally of
   // cells of one permutation are dependent (each row and column holds a single 1): their
   // covariance is n / (n - 1) times the projection onto the (n - 1)^2 dimensions where every row
   // and column sums to 0, so Pearson's statistic of K independent uniform permutations tends to
-  // n / (n - 1) chi-square((n - 1)^2). n = 12 and 3 walk out of their 16- and 4-element networks.
+  // n / (n - 1) chi-square((n - 1)^2). The networks (a x b): 16 is 4 x 4 and 12 is 3 x 4; 10 and 3
+  // walk out of their 3 x 4 and 2 x 2 ones.
   struct Case {
     std::uint64_t n;
     double critical;
   };
-  for (const Case& test : {Case{16, kChiSquare225}, Case{12, kChiSquare121}, Case{3, kChiSquare4}}) {
+  for (const Case& test :
+       {Case{16, kChiSquare225}, Case{12, kChiSquare121}, Case{10, kChiSquare81}, Case{3, kChiSquare4}}) {
     const std::uint64_t n = test.n;
     constexpr std::uint64_t kKeys = 20000;
     std::vector<double> counts(n * n);
@@ -155,13 +167,14 @@ TEST_CASE("IndexPermutation: over keys neighbouring positions are not correlated
           "[random][permutation][statistics]") {
   // Key k (0, 1, ..., K - 1) contributes one pair, positions q = k mod (n - 1) and q + 1: the K
   // samples are independent, and for a uniform permutation (perm(q + 1) - perm(q)) mod n is uniform
-  // on [1, n), so the statistic tends to chi-square(n - 2).
+  // on [1, n), so the statistic tends to chi-square(n - 2). 1000 and 600 walk out of their 32 x 32
+  // and 19 x 32 networks.
   struct Case {
     std::uint64_t n;
     double critical;
   };
-  for (const Case& test :
-       {Case{16, kChiSquare14}, Case{12, kChiSquare10}, Case{3, kChiSquare1}, Case{1000, kChiSquare998}}) {
+  for (const Case& test : {Case{16, kChiSquare14}, Case{12, kChiSquare10}, Case{10, kChiSquare8}, Case{3, kChiSquare1},
+                           Case{1000, kChiSquare998}, Case{600, kChiSquare598}}) {
     const std::uint64_t n = test.n;
     constexpr std::uint64_t kKeys = 200000;
     std::vector<double> counts(n - 1);

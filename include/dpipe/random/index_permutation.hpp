@@ -2,8 +2,9 @@
 /// \file
 /// IndexPermutation: a keyed bijection of [0, n) evaluated one position at a time, for a global
 /// shuffle of an indexed dataset without a table of n indices (the idea of tf.random_index_shuffle
-/// and grain's index shuffle). A balanced Feistel network on the smallest even number of bits that
-/// covers n, with cycle walking back into [0, n).
+/// and grain's index shuffle). A Feistel network with alternating radices (as in the
+/// format-preserving ciphers FF1 and FF3) on Z_a x Z_b, b = 2^k and a = ceil(n / b) both about
+/// sqrt(n), with cycle walking back into [0, n) for the fewer than b values of [n, a * b).
 
 #include <array>
 #include <cassert>
@@ -23,8 +24,8 @@ class IndexPermutation {
   IndexPermutation(std::uint64_t n, std::uint64_t key);
 
   /// The index at `position`. REQUIRES: position < size(), checked by a debug assert only (out of
-  /// range, the walk need not end). Averaged over the positions it evaluates the network m / n
-  /// times, m the network's size (the smallest power of 4 >= n): fewer than 4 for n > 1.
+  /// range, the walk need not end). Averaged over the positions it evaluates the network
+  /// a * b / n < 1 + 2 / sqrt(n) times: walks are rare, so their branch is predicted.
   [[nodiscard]] std::uint64_t operator()(std::uint64_t position) const noexcept {
     assert(position < size_ && "IndexPermutation: position out of range");
     std::uint64_t value = position;
@@ -39,43 +40,58 @@ class IndexPermutation {
   /// The key the permutation was made with.
   [[nodiscard]] std::uint64_t key() const noexcept { return key_; }
 
-  /// The rounds of every network; networks of fewer than 2^8 elements add more (see the constructor).
+  /// The rounds of every network; those of n <= 128 (b <= 8) add more (see the constructor).
   static constexpr unsigned kRounds = 6;
 
  private:
-  /// The most rounds any network uses (the 4-element one of n <= 4).
+  /// The most rounds any network uses (those of b = 2, n <= 8).
   static constexpr unsigned kMaxRounds = 24;
 
-  /// One round's key (see feistel_round).
+  /// One round's key (see round_pair).
   struct RoundKey {
     std::uint32_t offset;
     std::uint32_t multiplier;  // odd
   };
 
-  /// The Feistel network: a bijection of [0, 2^(2 half_bits_)). The first kRounds have a constant
-  /// count, so that the compiler unrolls them: the extra rounds of small domains come after.
+  /// The network: a bijection of [0, a * b), the value left * b + right with left in Z_a and right
+  /// in Z_b. The first kRounds have a constant count, so that the compiler unrolls them: the extra
+  /// rounds of small domains come after.
   [[nodiscard]] std::uint64_t encrypt(std::uint64_t value) const noexcept {
-    std::uint64_t left = value >> half_bits_;
-    std::uint64_t right = value & half_mask_;
-    for (unsigned round = 0; round < kRounds; ++round) feistel_round(left, right, round_keys_[round]);
-    for (unsigned round = kRounds; round < rounds_; ++round) feistel_round(left, right, round_keys_[round]);
-    return (left << half_bits_) | right;
+    std::uint64_t left = value >> right_bits_;
+    std::uint64_t right = value & right_mask_;
+    for (unsigned round = 0; round < kRounds; round += 2) round_pair(left, right, round);
+    for (unsigned round = kRounds; round < rounds_; round += 2) round_pair(left, right, round);
+    return (left << right_bits_) | right;
   }
 
-  /// (left, right) -> (right, left ^ f(right)), f the xor of the two 32-bit halves of
-  /// (right ^ offset) * multiplier (Philox's mulhilo, folded), cut to half_bits_.
-  void feistel_round(std::uint64_t& left, std::uint64_t& right, RoundKey key) const noexcept {
-    const std::uint64_t product = std::uint64_t{static_cast<std::uint32_t>(right) ^ key.offset} * key.multiplier;
-    const std::uint64_t mixed = (left ^ product ^ (product >> 32)) & half_mask_;
-    left = right;
-    right = mixed;
+  /// Rounds `round` and `round + 1`, each a bijection of Z_a x Z_b:
+  /// - left -> (left + f(right)) mod a, f the high bits of the 32-bit (right ^ offset) * multiplier
+  ///   (a multiplicative hash) scaled into [0, a) by a multiply-high, so that f reaches all of Z_a
+  ///   (masked to the largest power of two <= a, missing up to half of Z_a, it leaves a position
+  ///   bias: z > 200 in a 16 x 16 binned chi-square over 400000 keys at n = 50000);
+  /// - right -> right ^ g(left), g the xor of the two 32-bit halves of (left ^ offset) * multiplier
+  ///   (Philox's mulhilo, folded), cut to k bits.
+  void round_pair(std::uint64_t& left, std::uint64_t& right, unsigned round) const noexcept {
+    const RoundKey add_key = round_keys_[round];
+    const std::uint32_t hash = (static_cast<std::uint32_t>(right) ^ add_key.offset) * add_key.multiplier;
+    left = reduce_once(left + ((std::uint64_t{hash} * left_size_) >> 32), left_size_);
+    const RoundKey xor_key = round_keys_[round + 1];
+    const std::uint64_t product = std::uint64_t{static_cast<std::uint32_t>(left) ^ xor_key.offset} * xor_key.multiplier;
+    right = (right ^ product ^ (product >> 32)) & right_mask_;
+  }
+
+  /// sum mod modulus for sum < 2 * modulus, branch-free: the subtraction's borrow picks the result.
+  [[nodiscard]] static std::uint64_t reduce_once(std::uint64_t sum, std::uint64_t modulus) noexcept {
+    std::uint64_t difference = 0;
+    return __builtin_sub_overflow(sum, modulus, &difference) ? sum : difference;
   }
 
   std::uint64_t size_;
   std::uint64_t key_;
-  unsigned half_bits_;  // h: the network permutes 2h bits, 1 <= h <= 32
-  unsigned rounds_;     // kRounds, or more for small networks
-  std::uint64_t half_mask_;
+  unsigned right_bits_;       // k: b = 2^k, 1 <= k <= 32
+  unsigned rounds_;           // kRounds, or more for small networks; even
+  std::uint64_t right_mask_;  // b - 1
+  std::uint64_t left_size_;   // a = ceil(n / b), 1 <= a <= 2^32
   std::array<RoundKey, kMaxRounds> round_keys_{};
 };
 
