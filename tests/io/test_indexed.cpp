@@ -506,7 +506,7 @@ TEST_CASE("indexed_records: the documentation's global shuffle over the records 
   CHECK(seen == 100);
 }
 
-TEST_CASE("indexed_records: a global order reads the records in its order, hinted and read in batches",
+TEST_CASE("indexed_records: a global order reads the records in its order / hinted and read in batches",
           "[io][indexed][global]") {
   TFRecordFiles files;
   const auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>(files.paths);
@@ -530,7 +530,7 @@ TEST_CASE("indexed_records: a global order reads the records in its order, hinte
   }
 }
 
-TEST_CASE("indexed_records: hinted records are read together at the first read of one, then served from that batch",
+TEST_CASE("indexed_records: hinted records are read together at the first read of one / then served from that batch",
           "[io][indexed]") {
   TempDir dir;
   const auto texts = numbered("r", 100, 30);
