@@ -247,6 +247,20 @@ TEST_CASE("global_order: a checkpoint is refused by another source size / sample
   CHECK(same.elements_in_epoch() == 1);
 }
 
+TEST_CASE("global_order: a node after the end that reads too far ahead makes the checkpoint a StateError", "[global]") {
+  // batch(5000) reads 5000 elements of the end before the trainer has the first of them.
+  dpipe::DataLoader2<std::int64_t> loader(dpipe::global_order(iota(6000)).in_order().batch(5000).unbatch());
+  loader.seed(2);
+  auto it = loader.begin();
+  (void)*it;
+  ++it;
+  CHECK_THROWS_WITH(loader.state_dict(), Catch::Matchers::StartsWith("global_order_out#") &&
+                                             Catch::Matchers::EndsWith(
+                                                 ": the trainer has had 1 elements of the epoch, and this node yielded "
+                                                 "5000 (4096 remembered back); a node between it and the loader reads "
+                                                 "too far ahead for a global-order checkpoint"));
+}
+
 TEST_CASE("global_order: one batch size per global order / a shuffle after its end is reported", "[global]") {
   auto pipe = dpipe::global_order(iota(10));
   (void)pipe.batch(4);
