@@ -21,7 +21,6 @@ struct GlobalEpoch {
   std::uint64_t start_step = 0;  ///< the first global step of this run of the epoch (a restore's)
   bool user_seeded = false;      ///< the key comes from DataLoader2::seed(): the same on every rank
   std::uint64_t world = 1;       ///< the ranks of the job (a distributed reading service sets it)
-  friend bool operator==(const GlobalEpoch&, const GlobalEpoch&) = default;
   DPIPE_FIELDS(key, start_step, user_seeded, world)
 };
 
@@ -30,7 +29,6 @@ struct GlobalEpoch {
 struct GlobalPosition {
   std::uint64_t step = 0;
   std::uint64_t offset = 0;
-  friend bool operator==(const GlobalPosition&, const GlobalPosition&) = default;
 };
 
 /// A node of a global-order pipeline that follows the epoch's GlobalEpoch.

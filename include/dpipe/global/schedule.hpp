@@ -47,10 +47,7 @@ class GlobalSchedule {
   /// The number of positions of this instance's steps.
   [[nodiscard]] std::uint64_t owned_positions() const noexcept;
 
-  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
   [[nodiscard]] std::uint64_t span() const noexcept { return span_; }
-  [[nodiscard]] std::uint64_t start_step() const noexcept { return start_; }
-  [[nodiscard]] const GlobalLayout& layout() const noexcept { return layout_; }
 
  private:
   std::uint64_t size_ = 0;
