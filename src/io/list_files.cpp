@@ -3,7 +3,10 @@
 #include <fnmatch.h>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/logging.hpp>
 #include <dpipe/io/list_files.hpp>
 
 namespace dpipe::io {
@@ -62,6 +65,16 @@ void walk(const std::string& label, const std::string& shown, const std::vector<
   for (const auto& name : directories) walk(label, join(shown, name), masks, recursive, out);
 }
 
+/// Says that `root` lists no file matching `masks`: a warning, or a DataError when `is_error`.
+void report_empty(const std::string& label, const std::string& root, const std::vector<std::string>& masks,
+                  bool is_error) {
+  const std::string reason = masks.empty() ? std::string("no files found")
+                                           : fmt::format("no files matched the masks ['{}']", fmt::join(masks, "', '"));
+  const DataError error(label, {.path = root}, reason);
+  if (is_error) throw error;
+  log_warning("{}", error.what());
+}
+
 }  // namespace
 
 FileLister::FileLister(std::vector<std::string> roots, std::vector<std::string> masks, ListFilesOptions options)
@@ -98,11 +111,13 @@ void FileLister::reset_impl() {
       fail(label(), root, error ? error : std::make_error_code(std::errc::no_such_file_or_directory));
     }
     const std::string shown = options_.abspath ? absolute(root) : root;
+    const std::size_t before = paths_.size();
     if (fs::is_directory(status)) {
       walk(label(), shown, masks_, options_.recursive, paths_);
     } else if (matches(fs::path(shown).filename().string(), masks_)) {
       paths_.push_back(shown);
     }
+    if (paths_.size() == before) report_empty(label(), root, masks_, options_.empty_is_error);
   }
 }
 

@@ -190,6 +190,10 @@ void LoaderCore::handed_out(std::uint64_t count) {
 void LoaderCore::reached_end() {
   if (position_.ended) return;
   position_.ended = true;
+  if (position_.taken == 0) {
+    log_warning("DataLoader2: epoch {} yielded no elements (an empty source, or a filter or shard that keeps nothing)",
+                position_.epoch);
+  }
   if (service_) service_->finalize_iteration();
   if (progress_) progress_->epoch_ended(graph_, position_.taken);
 }

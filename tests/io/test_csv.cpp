@@ -147,7 +147,7 @@ TEST_CASE("parse_csv_as converts each field to the tuple's types", "[io][csv]") 
     (void)dpipe::testing::collect(with_path);
     FAIL("no DataError");
   } catch (const DataError& error) {  // the field count is checked before the fields
-    CHECK_THAT(error.what(), Catch::Matches("parse_csv#[0-9]+: '" + path +
+    CHECK_THAT(error.what(), Catch::Matches("parse_csv_as#[0-9]+: '" + path +
                                             "' line 3 byte offset 27: the row has 3 fields, expected 2"));
   }
   dpipe::testing::check_battery(
@@ -172,7 +172,12 @@ TEST_CASE("parse_csv_as names the line and column of a field that does not conve
            dpipe::io::parse_csv_as<std::tuple<int, std::string, double>>({.on_error = on_error});
   };
   const std::string path = dir / "typed.csv";
-  const std::string prefix = "parse_csv#[0-9]+: '" + path + "' ";
+  const std::string prefix = "parse_csv_as#[0-9]+: '" + path + "' ";
+  // The node carries the name of the function that made it, in its label and its errors.
+  const auto typed = parse("1,a,2\n4,y,z\n");
+  CHECK(typed.node().label() == "parse_csv_as#" + std::to_string(typed.node().id()));
+  CHECK(data_error_of(typed) ==
+        typed.node().label() + ": '" + path + "' line 2 byte offset 6: column 3: 'z' is not a double");
   CHECK_THAT(data_error_of(parse("1,a,2\n4,y,z\n")),
              Catch::Matches(prefix + "line 2 byte offset 6: column 3: 'z' is not a double"));
   CHECK_THAT(data_error_of(parse("99999999999,y,1\n")),

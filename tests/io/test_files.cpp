@@ -74,6 +74,29 @@ TEST_CASE("list_files lists a directory's matching files in sorted order", "[io]
   }
 }
 
+TEST_CASE("list_files warns about a root where nothing matches / or raises with empty_is_error", "[io]") {
+  TempDir dir;
+  (void)dir.write("a.txt", "");
+  const std::string root = dir.str();
+  const std::string file = dir / "a.txt";
+  dpipe::testing::LogCapture log;
+  const auto listing = dpipe::io::list_files({root, file}, {"*.tar", "*.tgz"});
+  CHECK(dpipe::testing::collect(listing).empty());
+  const std::string label = listing.node().label();
+  CHECK(log.messages() ==
+        std::vector<std::string>{label + ": '" + root + "': no files matched the masks ['*.tar', '*.tgz']",
+                                 label + ": '" + file + "': no files matched the masks ['*.tar', '*.tgz']"});
+  const auto empty_directory = dpipe::io::list_files(root + "/sub", {}, {.empty_is_error = true});
+  fs::create_directory(dir / "sub");
+  CHECK(dpipe::testing::data_error_of(empty_directory) ==
+        empty_directory.node().label() + ": '" + root + "/sub': no files found");
+  // A root that lists a file says nothing; the next epoch's listing warns again.
+  CHECK(dpipe::testing::collect(dpipe::io::list_files({root, file}, {"a.*"})) == std::vector<std::string>{file, file});
+  REQUIRE(log.messages().size() == 2);
+  CHECK(dpipe::testing::collect(listing).empty());
+  CHECK(log.messages().size() == 4);
+}
+
 TEST_CASE("list_files runs the standard battery", "[io]") {
   TempDir dir;
   std::vector<std::string> expected;

@@ -310,6 +310,23 @@ TEST_CASE("Linter: shuffle before sharding on every path (T55)", "[loader][linte
   CHECK_FALSE(check(e.shuffle().map(f).zip(g).sharding_filter()));
 }
 
+TEST_CASE("DataLoader2: an epoch that yields no elements is logged once / a full one is not", "[loader][protocol]") {
+  dpipe::testing::LogCapture log;
+  DataLoader2<int> loader(iter::from(range(6)).filter([](int x) { return x > 10; }), InProcessReadingService());
+  auto it = loader.begin();
+  CHECK(it == loader.end());
+  CHECK(it == loader.end());  // reading past the end again: the same epoch
+  CHECK(epoch(loader).empty());
+  CHECK(log.messages() ==
+        std::vector<std::string>{"DataLoader2: epoch 1 yielded no elements (an empty source, or a filter or shard that "
+                                 "keeps nothing)",
+                                 "DataLoader2: epoch 2 yielded no elements (an empty source, or a filter or shard that "
+                                 "keeps nothing)"});
+  DataLoader2<int> full(iter::from(range(6)), InProcessReadingService());
+  CHECK(epoch(full) == range(6));
+  CHECK(log.messages().size() == 2);
+}
+
 TEST_CASE("Linter: a loader warns once about sharding without a shuffle", "[loader][linter]") {
   dpipe::testing::LogCapture log;
   DataLoader2<int> loader(iter::from(range(4)).sharding_filter(), InProcessReadingService());

@@ -252,9 +252,12 @@ class CsvParser final : public detail::CsvReaderBase<Out> {
 
  public:
   static constexpr std::string_view kRowsName = "parse_csv";
+  static constexpr std::string_view kTupleName = "parse_csv_as";
   static constexpr std::string_view kDictName = "parse_csv_as_dict";
-  /// parse_csv_as_dict for CsvRecord rows, parse_csv for the others.
-  static constexpr std::string_view kName = kRecord ? kDictName : kRowsName;
+  /// The name of the function that makes the node: parse_csv_as_dict for CsvRecord rows,
+  /// parse_csv_as for tuples, parse_csv for CsvRow.
+  static constexpr std::string_view kName =
+      kRecord ? kDictName : (detail::is_csv_tuple<Row>::value ? kTupleName : kRowsName);
 
   CsvParser(const IterPipe<OpenedFile>& files, CsvOptions options) : Base(kName, files, options) {}
 

@@ -20,13 +20,18 @@ struct ListFilesOptions {
   bool recursive = false;
   /// Yield absolute, normalized paths instead of paths joined to the root as given.
   bool abspath = false;
+  /// A root where no file matches the masks is a DataError naming the root and the masks, instead
+  /// of a warning (tf.data's list_files raises "No files matched pattern").
+  bool empty_is_error = false;
 };
 
 /// Lists, for each root in turn, the files whose name matches one of the masks (shell patterns:
 /// `*`, `?`, `[...]`; no masks match every file): a root that is a file is yielded itself when it
 /// matches; a directory's files come in sorted order, joined to the root as given. Symbolic links
 /// to files are listed; links to directories are not followed. The listing is made when an
-/// iteration starts. A missing or unreadable root or subdirectory is a DataError naming it.
+/// iteration starts. A missing or unreadable root or subdirectory is a DataError naming it. A
+/// root where no file matches is logged as a warning at every listing ("list_files#1: 'data':
+/// no files matched the masks ['*.tar']"), or is that DataError with `empty_is_error`.
 /// Thread-safety: one iterating thread.
 class FileLister final : public IterDataPipe<std::string> {
  public:

@@ -38,6 +38,7 @@
 #include <dpipe/iter/fullsync.hpp>
 #include <dpipe/iter/prefetch.hpp>
 #include <dpipe/iter/shuffle.hpp>
+#include <dpipe/loader/detail/pipeline_element.hpp>
 #include <dpipe/loader/detail/read_ahead.hpp>
 #include <dpipe/loader/loader_core.hpp>
 #include <dpipe/loader/progress.hpp>
@@ -73,6 +74,13 @@ class DataLoader2 {
       : DataLoader2(pipe.to_iter(), adapters) {}
   template <class K, std::derived_from<ReadingServiceInterface> Service>
   DataLoader2(const MapPipe<K, T>& pipe, const Service& service) : DataLoader2(pipe.to_iter(), service) {}
+  /// A pipeline whose elements are not T does not compile: the static assertion names T and the
+  /// pipeline's element type (declare the loader as DataLoader2<the pipeline's element type>).
+  template <detail::pipe_of_other_element<T> Pipe, class... Rest>
+  explicit DataLoader2(const Pipe& /*pipe*/, const Rest&... /*rest*/) {
+    static_assert(detail::loader_element_is_pipeline_element<T, typename detail::pipe_element<Pipe>::type>,
+                  "DataLoader2<T> must be given a pipeline of T: the note names T, then the pipeline's element type");
+  }
 
   DataLoader2(DataLoader2&&) noexcept = default;
   DataLoader2& operator=(DataLoader2&&) noexcept = default;

@@ -62,7 +62,8 @@ class LoaderCore {
   /// The iterator handed out `count` more elements: counts them, reports progress, and pauses
   /// when a limit is reached.
   void handed_out(std::uint64_t count);
-  /// The iterator reached the end of the epoch's stream (again, after the first time: nothing).
+  /// The iterator reached the end of the epoch's stream (again, after the first time: nothing); an
+  /// epoch that handed out no element is logged as a warning, once.
   void reached_end();
   /// The pipeline threw: shut down (the caller rethrows). state_dict() then saves the position of
   /// the last element handed out, restored by replaying the epoch.
