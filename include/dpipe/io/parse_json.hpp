@@ -176,8 +176,9 @@ class JsonLinesParser final : public detail::JsonLinesBase<Out> {
 /// built. A line that is not JSON is parse_jsonl's DataError (its line and byte offset): under
 /// OnError::skip it is logged, counted and left out of its block, whose other records stay; with
 /// the raise policy it raises and its block is lost, as with a batch. An overlong line or a read
-/// error ends the block early, as for io::LineBlock. A block with no record (blank or skipped
-/// lines only) is not yielded. Checkpoint state: JsonLinesParser's, taken between blocks.
+/// error ends the block early, as for io::LineBlock, and its error comes after those of the
+/// block's lines (errors come in the file's order). A block with no record (blank or skipped lines
+/// only) is not yielded. Checkpoint state: JsonLinesParser's, taken between blocks.
 /// Thread-safety: one iterating thread.
 class JsonBlockParser final : public detail::JsonLinesBase<JsonBlock> {
  public:
