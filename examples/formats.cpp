@@ -94,14 +94,29 @@ int main() {
   std::string texts;
   for (const auto& value : values) texts += value["text"].as_string() + std::to_string(value["id"].as_int());
   // [jsonl]
+  // [jsonl_blocks]
+  auto json_blocks = dpipe::io::list_files(dir.string(), {"*.jsonl"}) | dpipe::io::open_files() |
+                     dpipe::io::parse_jsonl({}, dpipe::io::in_blocks(1024));  // io::JsonBlocks, read in place
+  std::string in_place;
+  dpipe::io::Json last;
+  for (const dpipe::io::JsonBlock& block : json_blocks) {
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      const dpipe::io::JsonView record = block[i];  // a view: valid while its block lives
+      in_place += std::string(record["text"].as_string()) + "@" + std::to_string(block.line(i)) + " ";
+      last = record.to_json();  // an owning io::Json, on demand
+    }
+  }
+  // [jsonl_blocks]
   // [tfrecord]
   auto examples = dpipe::io::list_files(dir.string(), {"*.tfrecord"}) | dpipe::io::open_files() |
                   dpipe::io::load_from_tfrecord();  // both CRC32Cs checked; io::TFExample maps
   std::string ids;
   for (const auto& example : examples) ids += std::to_string(std::get<dpipe::io::Int64List>(example.at("id")).at(0));
   // [tfrecord]
-  std::printf("lines: %zu bytes, blocks from lines%s\ncsv: label sum %d\njsonl: %s\ntfrecord: ids %s\n", line_bytes,
-              starts.c_str(), label_sum, texts.c_str(), ids.c_str());
+  std::printf(
+      "lines: %zu bytes, blocks from lines%s\ncsv: label sum %d\njsonl: %s\njsonl blocks: %s%s\ntfrecord: ids %s\n",
+      line_bytes, starts.c_str(), label_sum, texts.c_str(), in_place.c_str(),
+      last["tags"][std::size_t{0}].as_string().c_str(), ids.c_str());
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <dpipe/io/in_blocks.hpp>
 #include <dpipe/io/indexed_records.hpp>
 #include <dpipe/io/json.hpp>
+#include <dpipe/io/json_block.hpp>
 #include <dpipe/io/line_block.hpp>
 #include <dpipe/io/list_files.hpp>
 #include <dpipe/io/load_from_archive.hpp>

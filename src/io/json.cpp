@@ -102,8 +102,8 @@ Json read_json(ByteReader& reader, int depth) {
 
 }  // namespace
 
-std::string_view Json::kind_name() const noexcept {
-  switch (kind()) {
+std::string_view Json::kind_name(Kind kind) noexcept {
+  switch (kind) {
     case Kind::kNull:
       return "null";
     case Kind::kBool:

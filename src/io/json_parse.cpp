@@ -1,13 +1,19 @@
 // simdjson lives here only: the public headers name none of it. The DOM parser validates the whole
 // document (UTF-8 included) in one SIMD pass, then the Json value is built from its tape with
-// arrays and objects reserved to their sizes.
+// arrays and objects reserved to their sizes, or the tape is copied into a JsonBlock whose views
+// read it in place (io/json_tape.hpp reads the tape without simdjson).
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <iterator>
 #include <memory>
 #include <simdjson.h>
 
+#include <dpipe/io/detail/line_block_reading.hpp>
 #include <dpipe/io/parse_json.hpp>
+
+#include "io/json_tape.hpp"
 
 namespace dpipe::io {
 namespace {
@@ -22,130 +28,47 @@ std::string invalid_reason(simdjson::error_code error) {
   return fmt::format("not valid JSON: {}", simdjson::error_message(error));
 }
 
-/// Builds Json values from a parsed document's tape (simdjson's documented DOM layout: one 64-bit
-/// word per value, its type in the top byte; numbers in the next word; strings as a 32-bit length
-/// and the bytes in the string buffer; '{' and '[' hold the index after their closing word and their
-/// element count, saturated at 0xFFFFFF). Every value is constructed in place in its parent.
-class TapeReader {
- public:
-  explicit TapeReader(const simdjson::dom::document& document) noexcept
-      : tape_(document.tape.get()), strings_(document.string_buf.get()) {}
+/// A parsed document's string buffer.
+const char* strings_of(const simdjson::dom::document& document) noexcept {
+  return reinterpret_cast<const char*>(document.string_buf.get());
+}
 
-  /// The document's root value.
-  Json root() {
-    std::size_t index = 1;  // tape_[0] is the root word
-    const std::uint64_t word = tape_[index];
-    switch (static_cast<char>(word >> 56)) {
-      case '{':
-        return Json(read_object(index));
-      case '[':
-        return Json(read_array(index));
-      default: {
-        Json value;
-        read(index, [&](auto&&... args) { value = Json(std::forward<decltype(args)>(args)...); });
-        return value;
-      }
-    }
+/// Parses the documents of `text` together and hands `add` the index of the line of each, in
+/// order; false, with some added, when one is not valid or not alone on its line.
+template <class Add>
+bool parse_together(simdjson::dom::parser& parser, const std::string& text, const std::vector<LineBlock::Span>& spans,
+                    const Add& add) {
+  simdjson::dom::document_stream stream;
+  if (parser.parse_many(text.data(), text.size(), std::max(text.size(), simdjson::dom::MINIMAL_BATCH_SIZE))
+          .get(stream) != simdjson::SUCCESS)
+    return false;
+  // Each document must lie on a line of its own: it starts on the line after the last one's, past
+  // lines with no document (JSON whitespace only, as nothing else can lie outside a document), and
+  // ends on the line it starts on. A scalar cannot span lines (a string holds no raw newline); an
+  // object or array ends at its last structural character.
+  std::size_t line = 0;
+  for (auto document = stream.begin(); document != stream.end(); ++document) {
+    simdjson::dom::element root;
+    if ((*document).get(root) != simdjson::SUCCESS) return false;
+    const std::size_t start = document.current_index();
+    while (line < spans.size() && spans[line].end <= start) ++line;
+    if (line == spans.size() || start < spans[line].begin) return false;
+    if ((text[start] == '{' || text[start] == '[') && start + document.source().size() > spans[line].end) return false;
+    add(line++);
   }
-
- private:
-  static constexpr std::uint64_t kPayload = (std::uint64_t{1} << 56) - 1;
-  static constexpr std::size_t kCountSaturated = 0xFFFFFF;
-
-  [[nodiscard]] std::string_view string_at(std::uint64_t word) const noexcept {
-    const auto* at = strings_ + (word & kPayload);
-    std::uint32_t length = 0;
-    std::memcpy(&length, at, sizeof(length));
-    return {reinterpret_cast<const char*>(at + sizeof(length)), length};
-  }
-
-  template <class T>
-  [[nodiscard]] T number_at(std::size_t index) const noexcept {
-    T value;
-    std::memcpy(&value, &tape_[index], sizeof(value));
-    return value;
-  }
-
-  /// Reads the object that starts at `index` and moves past it.
-  Json::Object read_object(std::size_t& index) {
-    const std::uint64_t word = tape_[index];
-    const auto end = static_cast<std::uint32_t>(word);
-    Json::Object object;
-    object.reserve(std::min<std::size_t>((word >> 32) & kCountSaturated, end - index));
-    for (++index; index + 1 < end;) {
-      const auto key = string_at(tape_[index++]);
-      read(index, [&](auto&&... args) {
-        object.emplace_back(std::piecewise_construct, std::forward_as_tuple(key),
-                            std::forward_as_tuple(std::forward<decltype(args)>(args)...));
-      });
-    }
-    index = end;
-    return object;
-  }
-
-  /// Reads the array that starts at `index` and moves past it.
-  Json::Array read_array(std::size_t& index) {
-    const std::uint64_t word = tape_[index];
-    const auto end = static_cast<std::uint32_t>(word);
-    Json::Array array;
-    array.reserve(std::min<std::size_t>((word >> 32) & kCountSaturated, end - index));
-    for (++index; index + 1 < end;)
-      read(index, [&](auto&&... args) { array.emplace_back(std::forward<decltype(args)>(args)...); });
-    index = end;
-    return array;
-  }
-
-  /// Reads the value at `index` (and moves past it), handing Json's constructor arguments to `make`.
-  template <class Make>
-  void read(std::size_t& index, Make&& make) {
-    const std::uint64_t word = tape_[index];
-    switch (static_cast<char>(word >> 56)) {
-      case '{':
-        make(read_object(index));
-        return;
-      case '[':
-        make(read_array(index));
-        return;
-      case '"':
-        ++index;
-        make(string_at(word));
-        return;
-      case 'l':
-        make(number_at<std::int64_t>(index + 1));
-        index += 2;
-        return;
-      case 'u':
-        make(number_at<std::uint64_t>(index + 1));
-        index += 2;
-        return;
-      case 'd':
-        make(number_at<double>(index + 1));
-        index += 2;
-        return;
-      case 't':
-        ++index;
-        make(true);
-        return;
-      case 'f':
-        ++index;
-        make(false);
-        return;
-      default:  // 'n'
-        ++index;
-        make(nullptr);
-        return;
-    }
-  }
-
-  const std::uint64_t* tape_;
-  const std::uint8_t* strings_;
-};
+  // Lines after the last document: blank, or the stream stopped short of them.
+  for (; line < spans.size(); ++line)
+    for (std::uint64_t at = spans[line].begin; at < spans[line].end; ++at)
+      if (text[at] != ' ' && text[at] != '\t' && text[at] != '\r') return false;
+  return true;
+}
 
 }  // namespace
 
 namespace detail {
 
 struct JsonDecoder::Parser {
+  Parser() { parser.threaded = false; }  // parse_many reads one block in one batch, on this thread
   simdjson::dom::parser parser;
 };
 
@@ -167,12 +90,48 @@ Json JsonDecoder::decode_padded(const char* data, std::size_t size, Result& resu
     return Json();
   }
   result = Result::kValue;
-  Json value = TapeReader(parser_->parser.doc).root();
+  Json value = detail::tape::TapeReader(parser_->parser.doc.tape.get(), strings_of(parser_->parser.doc)).value(1);
   if (parser_->parser.capacity() > kKeptCapacity) parser_->parser = simdjson::dom::parser();
   return value;
 }
 
 std::string JsonDecoder::reason() const { return invalid_reason(static_cast<simdjson::error_code>(error_)); }
+
+JsonBlock JsonDecoder::decode_lines(LineBlock lines, const BadLine& bad) {
+  JsonBlock block;
+  block.lines_ = std::move(lines);
+  block.tape_.reserve(tape_hint_);
+  block.strings_.reserve(strings_hint_);
+  block.records_.reserve(block.lines_.size());
+  auto& parser = parser_->parser;
+  const auto add = [&](std::size_t line) {  // the document parser holds is line `line`'s record
+    const std::uint64_t* tape = parser.doc.tape.get();
+    const char* strings = strings_of(parser.doc);
+    block.records_.push_back({line, block.tape_.size(), block.strings_.size()});
+    block.tape_.insert(block.tape_.end(), tape, tape + (tape[0] & detail::tape::kPayload));
+    block.strings_.append(strings, detail::tape::strings_used(tape, strings));
+  };
+  const std::string& text = block.lines_.buffer();
+  const auto& spans = block.lines_.spans();
+  if (!parse_together(parser, text, spans, add)) {
+    block.tape_.clear();
+    block.strings_.clear();
+    block.records_.clear();
+    for (std::size_t line = 0; line < spans.size(); ++line) {
+      const auto error =
+          parser.parse(text.data() + spans[line].begin, spans[line].end - spans[line].begin, false).error();
+      if (error == simdjson::SUCCESS) {
+        add(line);
+      } else if (error != simdjson::EMPTY) {
+        bad(block.lines_, line, invalid_reason(error));
+      }
+    }
+  }
+  tape_hint_ = block.tape_.size();
+  strings_hint_ = block.strings_.size();
+  if (parser.capacity() > kKeptCapacity) parser = simdjson::dom::parser();
+  return block;
+}
 
 }  // namespace detail
 
@@ -182,7 +141,7 @@ Json Json::parse(std::string_view text) {
   simdjson::dom::element root;
   const auto error = parser.parse(padded).get(root);
   if (error != simdjson::SUCCESS) throw JsonError(invalid_reason(error));
-  Json value = TapeReader(parser.doc).root();
+  Json value = detail::tape::TapeReader(parser.doc.tape.get(), strings_of(parser.doc)).value(1);
   if (parser.capacity() > kKeptCapacity) parser = simdjson::dom::parser();
   return value;
 }
@@ -239,6 +198,47 @@ PathJson JsonFilesParser::make(OpenedFile file) {
         result == detail::JsonDecoder::Result::kBlank ? invalid_reason(simdjson::EMPTY) : decoder_.reason());
   }
   return PathJson{file.path(), std::move(value)};
+}
+
+std::optional<JsonBlock> JsonBlockParser::read_next() {
+  for (;;) {
+    pieces_.clear();
+    // A line that ended the block (overlong, a read error) comes after the block's lines: its
+    // DataError waits for theirs, so that errors come in the order of the file.
+    std::exception_ptr ended_by;
+    auto lines = detail::read_line_block(
+        cursor_, label(), {.max_lines = lines_per_block_, .padding = detail::JsonDecoder::kPadding}, bytes_hint_,
+        [&ended_by](const DataError& /*error*/) { ended_by = std::current_exception(); },
+        [this](std::size_t first, std::int64_t delta) {
+          pieces_.push_back({first, delta});
+        });
+    if (!lines) return std::nullopt;
+    JsonBlock block = decoder_.decode_lines(std::move(*lines), [this](const LineBlock& read, std::size_t index,
+                                                                      std::string reason) {
+      try {
+        throw DataError(
+            label(), {.path = read.path(), .line = read.first_line() + index, .byte_offset = file_offset(read, index)},
+            std::move(reason));
+      } catch (const DataError& error) {
+        skip_bad_data(error);
+      }
+    });
+    if (ended_by) {
+      try {
+        std::rethrow_exception(ended_by);
+      } catch (const DataError& error) {
+        skip_bad_data(error);
+      }
+    }
+    if (!block.empty()) return block;
+    if (!cursor_.reading()) return std::nullopt;
+  }
+}
+
+std::uint64_t JsonBlockParser::file_offset(const LineBlock& lines, std::size_t index) const {
+  const auto piece = std::prev(std::upper_bound(pieces_.begin(), pieces_.end(), index,
+                                                [](std::size_t line, const Piece& each) { return line < each.first; }));
+  return static_cast<std::uint64_t>(static_cast<std::int64_t>(lines.spans()[index].begin) + piece->delta);
 }
 
 }  // namespace dpipe::io

@@ -43,6 +43,7 @@ void LineBlock::append_run(std::span<const std::string_view> lines) {
     const auto begin = base + static_cast<std::uint64_t>(line.data() - first);
     spans_.push_back({begin, begin + line.size()});
   }
+  buffer_.push_back('\n');
 }
 
 bool LineBlock::operator==(const LineBlock& other) const {

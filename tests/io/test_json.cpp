@@ -13,6 +13,7 @@
 #include <dpipe/dpipe.hpp>
 #include <dpipe/io.hpp>
 
+#include "support/bad_json_lines.hpp"
 #include "support/battery.hpp"
 #include "support/io_workers.hpp"
 #include "support/loader.hpp"
@@ -263,36 +264,12 @@ TEST_CASE("parse_jsonl runs the standard battery over lines longer than its read
 TEST_CASE("parse_jsonl raises DataError naming the line or skips and counts", "[io][json]") {
   TempDir dir;
   const std::string good = dir.write("good.jsonl", "{\"ok\":1}\n{\"ok\":2}\n");
-  const std::string bad = dir.write("bad.jsonl",
-                                    "{\"ok\":3}\n"              // offset 0
-                                    "{\"a\":1,}\n"              // offset 9: a superfluous comma
-                                    "\n"                        // offset 18
-                                    "{\"a\":tru}\n"             // offset 19: a bad atom
-                                    "{\"a\":[1,2\n"             // offset 29: truncated
-                                    "\"caf\xff\"\n"             // offset 39: not UTF-8
-                                    "[18446744073709551616]\n"  // offset 46: beyond uint64
-                                    "{\"ok\":4} {}\n"           // offset 69: two documents
-                                        + std::string(40, ' ') +
-                                        "\n"            // offset 81: too long, even blank
-                                        "{\"ok\":5}");  // offset 122
+  const std::string bad = dir.write("bad.jsonl", dpipe::testing::bad_json_lines());
   const auto make = [&](dpipe::OnError on_error, std::vector<std::string> paths) {
     return dpipe::iter::from(std::move(paths)) | dpipe::io::open_files() |
            dpipe::io::parse_jsonl({.max_line_bytes = 32, .on_error = on_error});
   };
-  SECTION("raise") {
-    try {
-      (void)dpipe::testing::collect(make({}, {good, bad}));
-      FAIL("no DataError");
-    } catch (const DataError& error) {
-      CHECK_THAT(error.what(), Catch::Matches("parse_jsonl#[0-9]+: '" + bad +
-                                              "' line 2 byte offset 9: not valid JSON: The JSON document "
-                                              "has an improper structure: missing or superfluous commas, braces, "
-                                              "missing keys, etc\\."));
-      CHECK(error.path() == bad);
-      CHECK(error.line() == 2);
-      CHECK(error.byte_offset() == 9);
-    }
-  }
+  SECTION("raise") { dpipe::testing::check_first_bad_json_line_raised(make({}, {good, bad}), bad); }
   SECTION("skip: only the bad lines are lost, each logged with its reason and counted") {
     dpipe::testing::LogCapture log;
     const auto pipe = make(dpipe::OnError::skip(), {bad, good});
@@ -304,25 +281,7 @@ TEST_CASE("parse_jsonl raises DataError naming the line or skips and counts", "[
     REQUIRE(rows.size() == 3);
     CHECK(rows[0].label.starts_with("parse_jsonl#"));
     CHECK(rows[0].skipped == 7);
-    const auto messages = log.messages();
-    REQUIRE(messages.size() == 7);
-    const std::string prefix = "parse_jsonl#[0-9]+: '" + bad + "' ";
-    CHECK_THAT(messages[1],
-               Catch::Matches(prefix + "line 4 byte offset 19: not valid JSON: Problem while parsing "
-                                       "an atom starting with the letter 't'; skipped \\(2 in this epoch\\)"));
-    CHECK_THAT(messages[2],
-               Catch::Matches(
-                   prefix + "line 5 byte offset 29: not valid JSON: The JSON document has an improper structure: .*"));
-    CHECK_THAT(messages[3], Catch::Matches(prefix + "line 6 byte offset 39: not valid JSON: The input is not "
-                                                    "valid UTF-8; skipped \\(4 in this epoch\\)"));
-    CHECK_THAT(messages[4], Catch::Matches(prefix + "line 7 byte offset 46: not valid JSON: Problem while "
-                                                    "parsing a number; skipped \\(5 in this epoch\\)"));
-    CHECK_THAT(messages[5],
-               Catch::Matches(
-                   prefix + "line 8 byte offset 69: not valid JSON: The JSON document has an improper structure: .*"));
-    CHECK_THAT(messages[6],
-               Catch::Matches(prefix + "line 9 byte offset 81: the line is longer than max_line_bytes \\(32\\); "
-                                       "skipped \\(7 in this epoch\\)"));
+    dpipe::testing::check_bad_json_lines_skipped(log.messages(), bad);
   }
 }
 

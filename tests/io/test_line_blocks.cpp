@@ -69,7 +69,7 @@ TEST_CASE("LineBlock: lines by index and a run copied at once compare by their l
   CHECK(block[1] == "cd");
   CHECK(block.at(3) == "last");
   CHECK(block.strings() == std::vector<std::string>{"ab", "cd", "", "last", "more"});
-  CHECK(block.buffer() == "ab\ncd\r\n\nlastmore");
+  CHECK(block.buffer() == "ab\ncd\r\n\nlast\nmore\n");                     // no two lines run together
   CHECK(block == block_of("f.txt", 7, {"ab", "cd", "", "last", "more"}));  // the separators do not count
   CHECK_FALSE(block == block_of("f.txt", 8, {"ab", "cd", "", "last", "more"}));
   CHECK_FALSE(block == block_of("g.txt", 7, {"ab", "cd", "", "last", "more"}));

@@ -79,7 +79,9 @@ class Json {
   [[nodiscard]] Kind kind() const noexcept { return static_cast<Kind>(value_.index()); }
   /// The kind as messages name it: "null", "a bool", "an integer", "a double", "a string",
   /// "an array", "an object".
-  [[nodiscard]] std::string_view kind_name() const noexcept;
+  [[nodiscard]] std::string_view kind_name() const noexcept { return kind_name(kind()); }
+  /// How messages name `kind`.
+  [[nodiscard]] static std::string_view kind_name(Kind kind) noexcept;
 
   [[nodiscard]] bool is_null() const noexcept { return kind() == Kind::kNull; }
   [[nodiscard]] bool is_bool() const noexcept { return kind() == Kind::kBool; }

@@ -57,19 +57,23 @@ class LineBlock {
   /// The lines as strings, for code that wants to own them one by one.
   [[nodiscard]] std::vector<std::string> strings() const;
 
-  /// The bytes the lines are in (with whatever lies between them, such as their newlines).
+  /// The bytes the lines are in: each piece append() or append_run() added ends with a '\n'
+  /// outside the lines' spans, so no two lines run together (between the lines of a run lies what
+  /// lay between them, such as their newlines).
   [[nodiscard]] const std::string& buffer() const noexcept { return buffer_; }
   /// Where each line is in buffer().
   [[nodiscard]] const std::vector<Span>& spans() const noexcept { return spans_; }
 
-  /// Appends a copy of `line`.
+  /// Appends a copy of `line`, then a '\n'.
   void append(std::string_view line) {
     const std::uint64_t begin = buffer_.size();
     buffer_.append(line);
     spans_.push_back({begin, buffer_.size()});
+    buffer_.push_back('\n');
   }
   /// Appends `lines`, which lie in one buffer in order (each starts at or after the end of the one
-  /// before it), with one copy of the bytes from the first line's start to the last line's end.
+  /// before it), with one copy of the bytes from the first line's start to the last line's end,
+  /// then a '\n'.
   void append_run(std::span<const std::string_view> lines);
   /// Makes room for `lines` lines in `bytes` bytes of buffer.
   void reserve(std::size_t lines, std::size_t bytes) {

@@ -6,9 +6,8 @@
 /// read, the byte offset of its next line and its line count; a restore reopens that one file
 /// there and reads nothing before it.
 
-#include <algorithm>
-#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +18,7 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_pipe.hpp>
+#include <dpipe/io/detail/line_block_reading.hpp>
 #include <dpipe/io/detail/line_cursor.hpp>
 #include <dpipe/io/file_reader.hpp>
 #include <dpipe/io/in_blocks.hpp>
@@ -123,36 +123,14 @@ class LineBlockReader final : public detail::LineReaderBase<LineBlock> {
 
  protected:
   std::optional<LineBlock> read_next() override {
-    const auto first = cursor_.next(label());
-    if (!first) return std::nullopt;
-    LineBlock block(cursor_.path(), cursor_.line());
-    block.reserve(std::min(lines_per_block_, kMaxReservedLines), buffer_bytes_hint_);
-    block.append(*first);
-    std::array<std::string_view, 64> run;
-    try {
-      while (block.size() < lines_per_block_) {
-        const std::size_t wanted = std::min(run.size(), lines_per_block_ - block.size());
-        if (const std::size_t got = cursor_.next_buffered({run.data(), wanted}); got > 0) {
-          block.append_run({run.data(), got});
-          continue;
-        }
-        const auto line = cursor_.next(label());  // reads on, or a line the fast path leaves
-        if (!line) break;
-        block.append(*line);
-      }
-    } catch (const DataError& error) {
-      skip_bad_data(error);
-    }
-    buffer_bytes_hint_ = block.buffer().size();
-    return block;
+    return detail::read_line_block(
+        cursor_, label(), {.max_lines = lines_per_block_}, bytes_hint_,
+        [this](const DataError& error) { skip_bad_data(error); }, [](std::size_t /*first*/, std::int64_t /*delta*/) {});
   }
 
  private:
-  /// A block reserves room for at most this many lines up front (blocks of a million lines grow).
-  static constexpr std::size_t kMaxReservedLines = 4096;
-
   std::size_t lines_per_block_;
-  std::size_t buffer_bytes_hint_ = 0;  // the last block's buffer: the next one reserves as much
+  std::size_t bytes_hint_ = 0;  // the last block's buffer: the next one reserves as much
 };
 
 /// `files | io::readlines(options)`: (path, line) pairs.
