@@ -79,10 +79,18 @@ DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
 }
 
 std::optional<std::size_t> DistributedReadingService::epoch_length(const DataPipePtr& graph) const {
+  return epoch_length_before(
+      graph, [](const DataPipePtr& shard) { return dynamic_cast<const IterDataPipeBase&>(*shard).length(); });
+}
+
+std::optional<std::size_t> DistributedReadingService::epoch_length_before(const DataPipePtr& graph,
+                                                                          const EpochLengthFunction& rest) const {
   const LaunchEnvironment environment = detect();
   std::optional<std::size_t> least;
   for (std::size_t rank = 0; rank < environment.world_size; ++rank) {
-    const auto length = graph::sharded_length(graph, environment.world_size, rank, ShardingPriority::kDistributed);
+    const DataPipePtr shard = graph::clone(graph);
+    graph::apply_sharding(shard, environment.world_size, rank, ShardingPriority::kDistributed);
+    const auto length = rest(shard);
     if (!length) return std::nullopt;
     least = least ? std::min(*least, *length) : *length;
   }

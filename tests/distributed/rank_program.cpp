@@ -6,7 +6,7 @@
 //
 // dpipe_rank_program <pipeline> [--seed S] [--epochs E] [--workers N] [--threads] [--timeout-ms T]
 //   [--block B] [--stop-after K] [--save-after K FILE] [--load FILE] [--fail-after K]
-//   [--kill-after K] [--second-loader] [--slow-ms M]
+//   [--kill-after K] [--second-loader] [--slow-ms M] [--print-length]
 // Pipelines: "sharded" range(23).sharding_filter(); "shuffled" range(23).shuffle().sharding_filter();
 // "shuffled4" shuffled + shuffle(4); "large" range(41).shuffle().sharding_filter(); "large4" large +
 // shuffle(4); "plain41" range(41).sharding_filter(); "long" range(10000).shuffle().sharding_filter().
@@ -16,6 +16,7 @@
 // for this rank and "{peer}" for the next one. --second-loader: a second loader of the same
 // pipeline (seed S + 1) is read in turn with the first, and printed on its own lines. --slow-ms M:
 // the rank named by DPIPE_TEST_SLOW_RANK takes M ms per element (a slow training step).
+// --print-length: prints "length N" (DataLoader2::epoch_length(), "unknown" when unknown) first.
 
 #include <atomic>
 #include <csignal>
@@ -49,6 +50,7 @@ struct Arguments {
   std::optional<std::size_t> kill_after;
   bool second_loader = false;
   std::chrono::milliseconds slow{0};
+  bool print_length = false;
 };
 
 Arguments parse(int argc, char** argv) {
@@ -86,6 +88,8 @@ Arguments parse(int argc, char** argv) {
       arguments.kill_after = std::stoul(value());
     } else if (flag == "--second-loader") {
       arguments.second_loader = true;
+    } else if (flag == "--print-length") {
+      arguments.print_length = true;
     } else if (flag == "--slow-ms") {
       arguments.slow = std::chrono::milliseconds(std::stoll(value()));
     } else {
@@ -190,6 +194,10 @@ int run(const Arguments& arguments) {
   if (arguments.second_loader) return run_two_loaders(arguments, pipe);
   auto loader = make_loader(arguments, pipe);
   if (arguments.seed) loader.seed(*arguments.seed);
+  if (arguments.print_length) {
+    const auto length = loader.epoch_length();
+    std::printf("length %s\n", length ? std::to_string(*length).c_str() : "unknown");
+  }
   if (!arguments.load_file.empty()) {
     loader.load_state_dict(dpipe::load_checkpoint_file(file_for(arguments.load_file, environment)));
   }

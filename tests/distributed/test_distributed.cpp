@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <regex>
 #include <sstream>
@@ -275,6 +276,22 @@ TEST_CASE("Distributed: a checkpoint restores only on its own rank and world siz
   CHECK(alone[0].out ==
         "error dpipe::StateError: the checkpoint was saved by rank 0 of a world of 2; this process is rank 0 of a "
         "world of 1: restore each rank from its own checkpoint, on the same world size\n");
+}
+
+TEST_CASE("Distributed: the epoch length with workers is what every rank yields", "[distributed]") {
+  // 41 ids on 2 ranks x 2 workers: shards of 11, 10, 10 and 10, so 21 and 20 per rank: 20 each.
+  for (const auto& kind : std::vector<std::vector<std::string>>{{"--workers", "2"}, {"--workers", "2", "--threads"}}) {
+    INFO(fmt::format("{}", fmt::join(kind, " ")));
+    std::vector<std::string> args{"large", "--seed", "3", "--print-length"};
+    args.insert(args.end(), kind.begin(), kind.end());
+    const auto printed = outputs(run(args));
+    for (std::size_t rank = 0; rank < 2; ++rank) {
+      REQUIRE(printed[rank].starts_with("length 20\n"));
+      const auto epochs = epochs_of(printed[rank]);
+      REQUIRE(epochs.size() == 1);
+      CHECK(std::count(epochs[0].begin(), epochs[0].end(), ' ') == 20);
+    }
+  }
 }
 
 TEST_CASE("Distributed: two loaders of one job keep their keys apart", "[distributed]") {

@@ -91,6 +91,10 @@ class DistributedReadingService final
   DataPipePtr initialize(DataPipePtr graph) override;
   /// What every rank yields in an epoch: the least of the ranks' sharded lengths, when known.
   [[nodiscard]] std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const override;
+  /// The least over the ranks of what `rest` says of each rank's sharded copy of `graph` (the
+  /// services after this one run each rank's shard; fullsync ends every rank at the least).
+  [[nodiscard]] std::optional<std::size_t> epoch_length_before(const DataPipePtr& graph,
+                                                               const EpochLengthFunction& rest) const override;
   /// Shares rank 0's seed, reseeds `seeds` with it, spawns it by rank and seeds the graph.
   GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
   /// Tells the other ranks this one leaves, and closes the store (rank 0: serves no more).
