@@ -1,5 +1,6 @@
-// A distributed trainer: 2 ranks x 2 worker processes, a checkpoint in the middle of an epoch,
-// and a resume that continues exactly where each rank stopped.
+// A distributed trainer: 2 ranks x 2 worker processes, the epoch's length known before it starts,
+// one checkpoint file for the job in the middle of an epoch, and a resume that continues exactly
+// where each rank stopped.
 //
 // Start it the way a cluster starts trainers, one process per rank:
 //   torchrun --no-python --nproc-per-node 2 ./dpipe_example_distributed
@@ -49,9 +50,12 @@ std::vector<Batch> two_epochs(dpipe::DataLoader2<Batch>& loader) {
 }
 
 int train(const dpipe::LaunchEnvironment& env) {
-  const std::string checkpoint = "distributed-example-rank" + std::to_string(env.rank) + ".ckpt";
+  const std::string checkpoint = "distributed-example.ckpt";
   auto uninterrupted = make_loader();
   uninterrupted.seed(2026);
+  // Known before anything starts, for a learning-rate schedule: the batches every rank trains on
+  // in an epoch (each worker batches its own shard; every rank ends with the shortest).
+  const std::size_t steps = uninterrupted.epoch_length().value();
   const auto expected = two_epochs(uninterrupted);
   uninterrupted.shutdown();
 
@@ -63,21 +67,22 @@ int train(const dpipe::LaunchEnvironment& env) {
     for (auto& batch : loader) trained.push_back(std::move(batch));  // epoch 1
     for (auto& batch : loader) {                                     // epoch 2, stopped after 7 batches
       trained.push_back(std::move(batch));
-      if (trained.size() == expected.size() / 2 + 7) break;
+      if (trained.size() == steps + 7) break;
     }
-    // Every rank saves its own checkpoint at the same step, as a trainer does.
-    dpipe::save_checkpoint_file(checkpoint, loader.state_dict());
+    // Every rank calls it at the same step; rank 0 writes every rank's state into one file.
+    loader.save_job_checkpoint(checkpoint);
   }
   auto resumed = make_loader();
-  resumed.load_state_dict(dpipe::load_checkpoint_file(checkpoint));
+  resumed.load_job_checkpoint(checkpoint);  // every rank calls it; rank 0 reads the file and hands out the parts
   for (auto& batch : resumed) trained.push_back(std::move(batch));  // the rest of epoch 2
   // [checkpoint]
-  std::remove(checkpoint.c_str());
+  if (env.rank == 0) std::remove(checkpoint.c_str());
 
-  std::printf("rank %zu of %zu (%s): %zu batches in 2 epochs, checkpoint after %zu, resumed exactly: %s\n", env.rank,
-              env.world_size, std::string(dpipe::launcher_name(env.launcher)).c_str(), expected.size(),
-              expected.size() / 2 + 7, trained == expected ? "yes" : "no");
-  return trained == expected ? 0 : 1;
+  const bool exact = trained == expected && expected.size() == 2 * steps;
+  std::printf("rank %zu of %zu (%s): %zu batches in 2 epochs of %zu, checkpoint after %zu, resumed exactly: %s\n",
+              env.rank, env.world_size, std::string(dpipe::launcher_name(env.launcher)).c_str(), expected.size(), steps,
+              steps + 7, exact ? "yes" : "no");
+  return exact ? 0 : 1;
 }
 
 /// Starts this program as ranks 0 and 1 of a job on this machine, with torchrun's variables.

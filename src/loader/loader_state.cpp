@@ -22,6 +22,7 @@ namespace dpipe::detail {
 namespace {
 
 namespace keys = checkpoint_schema::loader;
+namespace job = checkpoint_schema::job;
 using checkpoint_schema::kGraph;
 using checkpoint_schema::kLoader;
 using checkpoint_schema::kService;
@@ -170,15 +171,30 @@ std::vector<std::byte> LoaderCore::state_dict(const std::function<void(ByteWrite
   return store.to_blob();
 }
 
-void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options,
-                                 const std::function<void(ByteReader&)>& adopt_read_ahead) {
+void LoaderCore::require_not_iterated() const {
   if (valid_iterator_) {
     DPIPE_THROW(UsageError,
                 "DataLoaderV2 iterator has already been created, `load_state_dict()` can\u2019t be called. Please "
                 "create a new dataloader in order to use load state dict.");
   }
+}
+
+void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options,
+                                 const std::function<void(ByteReader&)>& adopt_read_ahead) {
+  require_not_iterated();
+  restore(blob, options, adopt_read_ahead, fresh_service_ ? fresh_service_->clone() : nullptr);
+}
+
+void LoaderCore::restore(std::span<const std::byte> blob, const RestoreOptions& options,
+                         const std::function<void(ByteReader&)>& adopt_read_ahead,
+                         std::unique_ptr<ReadingServiceInterface> service) {
   auto restore = std::make_unique<Restore>();
   restore->store = StateStore::from_blob(blob);
+  if (StateReader(restore->store, std::string(job::kScope)).has(job::kWorldSize)) {
+    DPIPE_THROW(StateError,
+                "the checkpoint holds the states of every rank of a job (DataLoader2::save_job_checkpoint): restore "
+                "it with load_job_checkpoint() on every rank");
+  }
   const StateReader loader(restore->store, std::string(kLoader));
   const auto mode = loader.read<std::string>(keys::kMode);
   const auto* found = std::ranges::find(kGraphModes, mode);
@@ -219,7 +235,6 @@ void LoaderCore::load_state_dict(std::span<const std::byte> blob, const RestoreO
   // Everything else is applied now, to a copy of the pipeline and of the reading service (which
   // starts and restores its workers): a blob refused later would refuse here, and a refused blob
   // leaves the loader as it was.
-  auto service = fresh_service_ ? fresh_service_->clone() : nullptr;
   DataPipePtr graph = adapt(service.get(), graph::clone(before_service_), restore.get());
   if (restore->mid_epoch() && restore->mode == GraphMode::kState) {
     graph::load_state(graph, StateReader(restore->store, std::string(kGraph)));

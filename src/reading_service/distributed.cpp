@@ -2,6 +2,7 @@
 // know their rank.
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -20,6 +21,8 @@
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/reading_service/distributed.hpp>
+#include <dpipe/reading_service/sequential.hpp>
+#include <dpipe/serialization/serializer.hpp>
 
 #include "reading_service/distributed/rank_group.hpp"
 
@@ -54,6 +57,15 @@ DistributedReadingService::DistributedReadingService(const DistributedReadingSer
 
 DistributedReadingService::~DistributedReadingService() { finalize(); }
 
+detail::dist::RankGroup& DistributedReadingService::meet() {
+  if (!group_) {
+    const LaunchEnvironment environment = detect();
+    group_ = std::make_shared<detail::dist::RankGroup>(
+        environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment));
+  }
+  return *group_;
+}
+
 LaunchEnvironment DistributedReadingService::detect() const {
   RendezvousOptions rendezvous = options_.rendezvous;
   // The trainer's own store needs no host: say so, so that a launcher without one is complete.
@@ -63,9 +75,7 @@ LaunchEnvironment DistributedReadingService::detect() const {
 
 DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
   if (root_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() was already called");
-  const LaunchEnvironment environment = detect();
-  group_ = std::make_shared<detail::dist::RankGroup>(
-      environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment));
+  const LaunchEnvironment environment = meet().environment();
   graph::apply_sharding(graph, environment.world_size, environment.rank, ShardingPriority::kDistributed);
   // A global order's end yields the same number of steps on every rank: no fullsync rounds.
   if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr &&
@@ -79,10 +89,18 @@ DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
 }
 
 std::optional<std::size_t> DistributedReadingService::epoch_length(const DataPipePtr& graph) const {
+  return epoch_length_before(
+      graph, [](const DataPipePtr& shard) { return dynamic_cast<const IterDataPipeBase&>(*shard).length(); });
+}
+
+std::optional<std::size_t> DistributedReadingService::epoch_length_before(const DataPipePtr& graph,
+                                                                          const EpochLengthFunction& rest) const {
   const LaunchEnvironment environment = detect();
   std::optional<std::size_t> least;
   for (std::size_t rank = 0; rank < environment.world_size; ++rank) {
-    const auto length = graph::sharded_length(graph, environment.world_size, rank, ShardingPriority::kDistributed);
+    const DataPipePtr shard = graph::clone(graph);
+    graph::apply_sharding(shard, environment.world_size, rank, ShardingPriority::kDistributed);
+    const auto length = rest(shard);
     if (!length) return std::nullopt;
     least = least ? std::min(*least, *length) : *length;
   }
@@ -130,6 +148,102 @@ DataPipePtr DistributedReadingService::restore(DataPipePtr graph, const StateRea
   graph = initialize(std::move(graph));
   epochs_ = epochs;
   return graph;
+}
+
+namespace {
+
+/// What rank 0 tells the others after its part of a job checkpoint's collective: empty, or what
+/// went wrong.
+std::string outcome_of(const std::function<void()>& part, std::exception_ptr& failure) {
+  try {
+    part();
+    return {};
+  } catch (const std::exception& error) {
+    failure = std::current_exception();
+    return error.what();
+  }
+}
+
+/// Raises rank 0's failure: its own exception on rank 0, a StateError naming rank 0 elsewhere.
+void raise_outcome(const std::vector<std::vector<std::byte>>& outcomes, const std::exception_ptr& failure,
+                   const detail::dist::RankGroup& group, const std::string& what) {
+  if (failure) std::rethrow_exception(failure);
+  const auto reason = from_bytes<std::string>(outcomes.front());
+  if (!reason.empty()) {
+    DPIPE_THROW(StateError, "DistributedReadingService ({}): {}: rank 0 failed: {}", group.where(), what, reason);
+  }
+}
+
+}  // namespace
+
+void DistributedReadingService::gather_states(std::span<const std::byte> state,
+                                              const std::function<void(const RankStates&)>& write) {
+  auto& group = meet();
+  const LaunchEnvironment& environment = group.environment();
+  if (environment.world_size == 1) {
+    write(RankStates{std::vector<std::byte>(state.begin(), state.end())});
+    return;
+  }
+  const std::string what = "saving the job's checkpoint";
+  const std::string round = fmt::format("job_checkpoint/{}", gathers_++);
+  group.put(fmt::format("{}/{}", round, environment.rank), state, what);
+  (void)group.exchange(round + "/stored", to_bytes(std::uint64_t{state.size()}), round + "/stored", options_.timeout,
+                       what);  // every rank's state is in the store
+  std::exception_ptr failure;
+  std::string outcome;
+  if (environment.rank == 0) {
+    outcome = outcome_of(
+        [&] {
+          RankStates states;
+          for (std::size_t rank = 0; rank < environment.world_size; ++rank) {
+            states.push_back(group.take(fmt::format("{}/{}", round, rank), what));
+          }
+          write(states);
+        },
+        failure);
+  }
+  const auto outcomes =
+      group.exchange(round + "/written", to_bytes(outcome), round + "/written", options_.timeout, what);
+  raise_outcome(outcomes, failure, group, what);
+}
+
+std::vector<std::byte> DistributedReadingService::scatter_states(
+    const std::function<RankStates(std::size_t world_size)>& read) {
+  auto& group = meet();
+  const LaunchEnvironment& environment = group.environment();
+  if (environment.world_size == 1) return read(1).at(0);
+  const std::string what = "restoring the job's checkpoint";
+  const std::string round = "job_restore";  // a loader restores once, before its first round
+  std::vector<std::byte> own;
+  std::exception_ptr failure;
+  std::string outcome;
+  if (environment.rank == 0) {
+    outcome = outcome_of(
+        [&] {
+          RankStates states = read(environment.world_size);
+          for (std::size_t rank = 1; rank < environment.world_size; ++rank) {
+            group.put(fmt::format("{}/{}", round, rank), states.at(rank), what);
+          }
+          own = std::move(states.at(0));
+        },
+        failure);
+  }
+  const auto outcomes = group.exchange(round + "/ready", to_bytes(outcome), round + "/ready", options_.timeout, what);
+  raise_outcome(outcomes, failure, group, what);
+  if (environment.rank != 0) own = group.take(fmt::format("{}/{}", round, environment.rank), what);
+  // Rank 0 may leave only once every rank holds its state (its store goes with it).
+  (void)group.exchange(round + "/taken", to_bytes(std::uint64_t{own.size()}), round + "/taken", options_.timeout, what);
+  return own;
+}
+
+DistributedReadingService* find_distributed_service(ReadingServiceInterface* service) {
+  if (auto* distributed = dynamic_cast<DistributedReadingService*>(service)) return distributed;
+  if (auto* sequence = dynamic_cast<SequentialReadingService*>(service)) {
+    for (std::size_t i = 0; i < sequence->size(); ++i) {
+      if (auto* distributed = find_distributed_service(&sequence->service(i))) return distributed;
+    }
+  }
+  return nullptr;
 }
 
 const LaunchEnvironment& DistributedReadingService::environment() const {

@@ -21,6 +21,11 @@ std::optional<std::size_t> ReadingServiceInterface::epoch_length(const DataPipeP
   return std::nullopt;
 }
 
+std::optional<std::size_t> ReadingServiceInterface::epoch_length_before(const DataPipePtr& /*graph*/,
+                                                                        const EpochLengthFunction& /*rest*/) const {
+  return std::nullopt;
+}
+
 GraphFunction ReadingServiceInterface::initialize_iteration(SeedGenerator& /*seeds*/, GraphFunction /*iter_reset_fn*/) {
   return {};
 }

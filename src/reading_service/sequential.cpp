@@ -1,6 +1,7 @@
 // SequentialReadingService.
 
 #include <algorithm>
+#include <iterator>
 
 #include <dpipe/core/checkpoint_schema.hpp>
 #include <dpipe/core/error.hpp>
@@ -25,8 +26,15 @@ GraphFunction SequentialReadingService::initialize_iteration(SeedGenerator& seed
 }
 
 std::optional<std::size_t> SequentialReadingService::epoch_length(const DataPipePtr& graph) const {
-  if (services_.size() != 1) return std::nullopt;
-  return services_.front()->epoch_length(graph);
+  if (services_.empty()) return std::nullopt;
+  const ReadingServiceInterface* last = services_.back().get();
+  EpochLengthFunction rest = [last](const DataPipePtr& handed_on) { return last->epoch_length(handed_on); };
+  for (auto it = std::next(services_.rbegin()); it != services_.rend(); ++it) {
+    rest = [service = it->get(), after = std::move(rest)](const DataPipePtr& handed_on) {
+      return service->epoch_length_before(handed_on, after);
+    };
+  }
+  return rest(graph);
 }
 
 void SequentialReadingService::finalize_iteration() {

@@ -6,7 +6,7 @@
 //
 // dpipe_rank_program <pipeline> [--seed S] [--epochs E] [--workers N] [--threads] [--timeout-ms T]
 //   [--block B] [--stop-after K] [--save-after K FILE] [--load FILE] [--fail-after K]
-//   [--kill-after K] [--second-loader] [--slow-ms M]
+//   [--kill-after K] [--second-loader] [--slow-ms M] [--job-checkpoint] [--print-length]
 // Pipelines: "sharded" range(23).sharding_filter(); "shuffled" range(23).shuffle().sharding_filter();
 // "shuffled4" shuffled + shuffle(4); "large" range(41).shuffle().sharding_filter(); "large4" large +
 // shuffle(4); "plain41" range(41).sharding_filter(); "long" range(10000).shuffle().sharding_filter().
@@ -16,6 +16,9 @@
 // for this rank and "{peer}" for the next one. --second-loader: a second loader of the same
 // pipeline (seed S + 1) is read in turn with the first, and printed on its own lines. --slow-ms M:
 // the rank named by DPIPE_TEST_SLOW_RANK takes M ms per element (a slow training step).
+// --job-checkpoint: --save-after and --load use the job's one checkpoint file
+// (DataLoader2::save_job_checkpoint / load_job_checkpoint) instead of a file per rank.
+// --print-length: prints "length N" (DataLoader2::epoch_length(), "unknown" when unknown) first.
 
 #include <atomic>
 #include <csignal>
@@ -49,6 +52,8 @@ struct Arguments {
   std::optional<std::size_t> kill_after;
   bool second_loader = false;
   std::chrono::milliseconds slow{0};
+  bool job_checkpoint = false;
+  bool print_length = false;
 };
 
 Arguments parse(int argc, char** argv) {
@@ -86,6 +91,10 @@ Arguments parse(int argc, char** argv) {
       arguments.kill_after = std::stoul(value());
     } else if (flag == "--second-loader") {
       arguments.second_loader = true;
+    } else if (flag == "--job-checkpoint") {
+      arguments.job_checkpoint = true;
+    } else if (flag == "--print-length") {
+      arguments.print_length = true;
     } else if (flag == "--slow-ms") {
       arguments.slow = std::chrono::milliseconds(std::stoll(value()));
     } else {
@@ -184,17 +193,33 @@ int run_two_loaders(const Arguments& arguments, const dpipe::IterPipe<std::int64
   return 0;
 }
 
+/// Saves the loader's checkpoint as the arguments say: the job's one file, or a file per rank.
+void save(dpipe::DataLoader2<std::int64_t>& loader, const Arguments& arguments,
+          const dpipe::LaunchEnvironment& environment) {
+  if (arguments.job_checkpoint) {
+    loader.save_job_checkpoint(arguments.save_file);
+  } else {
+    dpipe::save_checkpoint_file(file_for(arguments.save_file, environment), loader.state_dict());
+  }
+}
+
 int run(const Arguments& arguments) {
   const auto environment = dpipe::detect_launch_environment();
   const auto pipe = make_pipeline(arguments, environment.rank);
   if (arguments.second_loader) return run_two_loaders(arguments, pipe);
   auto loader = make_loader(arguments, pipe);
   if (arguments.seed) loader.seed(*arguments.seed);
-  if (!arguments.load_file.empty()) {
+  if (arguments.print_length) {
+    const auto length = loader.epoch_length();
+    std::printf("length %s\n", length ? std::to_string(*length).c_str() : "unknown");
+  }
+  if (arguments.job_checkpoint && !arguments.load_file.empty()) {
+    loader.load_job_checkpoint(arguments.load_file);
+  } else if (!arguments.load_file.empty()) {
     loader.load_state_dict(dpipe::load_checkpoint_file(file_for(arguments.load_file, environment)));
   }
   if (arguments.save_after == 0) {
-    dpipe::save_checkpoint_file(file_for(arguments.save_file, environment), loader.state_dict());
+    save(loader, arguments, environment);
     std::printf("saved after 0\n");
     return 0;
   }
@@ -212,7 +237,7 @@ int run(const Arguments& arguments) {
         std::raise(SIGKILL);
       }
       if (arguments.save_after && received == *arguments.save_after) {
-        dpipe::save_checkpoint_file(file_for(arguments.save_file, environment), loader.state_dict());
+        save(loader, arguments, environment);
         std::printf("%s\nsaved after %zu\n", line.c_str(), received);
         return 0;
       }

@@ -8,7 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -275,6 +277,80 @@ TEST_CASE("Distributed: a checkpoint restores only on its own rank and world siz
   CHECK(alone[0].out ==
         "error dpipe::StateError: the checkpoint was saved by rank 0 of a world of 2; this process is rank 0 of a "
         "world of 1: restore each rank from its own checkpoint, on the same world size\n");
+}
+
+TEST_CASE("Distributed: one checkpoint file for the job resumes every rank exactly", "[distributed][checkpoint]") {
+  struct Case {
+    std::string pipeline;
+    std::vector<std::string> workers;
+    std::size_t k;
+  };
+  const auto c = GENERATE(Case{"large", {}, 4}, Case{"large", {"--workers", "2"}, 4},
+                          Case{"long", {"--workers", "2", "--threads", "--block", "64"}, 1500});
+  INFO(c.pipeline << " " << fmt::format("{}", fmt::join(c.workers, " ")) << " after " << c.k);
+  const dpipe::testing::TempDir dir;
+  const std::string file = dir / "job.ckpt";
+  const auto args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> all{c.pipeline, "--seed", "7", "--epochs", "2", "--job-checkpoint"};
+    all.insert(all.end(), c.workers.begin(), c.workers.end());
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  const auto whole = outputs(run(args({})));
+  const auto saved = outputs(run(args({"--save-after", std::to_string(c.k), file})));
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.str())) files.push_back(entry.path().string());
+  CHECK(files == std::vector<std::string>{file});  // one file, written by rank 0
+  const auto resumed = outputs(run(args({"--load", file})));
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    const auto expected = epochs_of(whole[rank]);
+    REQUIRE(expected.size() == 2);
+    REQUIRE(saved[rank].ends_with("saved after " + std::to_string(c.k) + "\n"));
+    const auto after = epochs_of(resumed[rank]);
+    REQUIRE(after.size() == 2);
+    CHECK(epochs_of(saved[rank]).at(0) + after[0] == expected[0]);
+    CHECK(after[1] == expected[1]);
+  }
+}
+
+TEST_CASE("Distributed: a job's checkpoint file restores only on its world size", "[distributed][checkpoint]") {
+  const dpipe::testing::TempDir dir;
+  const std::string file = dir / "job.ckpt";
+  (void)outputs(run({"large", "--seed", "7", "--job-checkpoint", "--save-after", "3", file}));
+  const auto three = launch(Launcher::kTorchrun, 3);
+  const auto outcomes = run({"large", "--seed", "7", "--job-checkpoint", "--load", file}, three);
+  const std::string refusal = "checkpoint file " + file +
+                              ": it holds the states of a job of 2 ranks, this job has 3: resume the job on 2 ranks";
+  CHECK(outcomes[0].exited(3));
+  CHECK(outcomes[0].out == "error dpipe::StateError: " + refusal + "\n");
+  const int port = std::stoi(three[0].at("MASTER_PORT")) + 1;
+  for (std::size_t rank = 1; rank < 3; ++rank) {
+    CHECK(outcomes[rank].exited(3));
+    CHECK(outcomes[rank].out ==
+          fmt::format("error dpipe::StateError: DistributedReadingService (rank {} of 3 under torchrun, rank 0 serving "
+                      "the store at 127.0.0.1:{}): restoring the job's checkpoint: rank 0 failed: {}\n",
+                      rank, port, refusal));
+  }
+  const auto alone = run({"large", "--job-checkpoint", "--load", file}, std::vector<Environment>{Environment{}});
+  CHECK(alone[0].out == "error dpipe::StateError: checkpoint file " + file +
+                            ": it holds the states of a job of 2 ranks, this job has 1: resume the job on 2 ranks\n");
+}
+
+TEST_CASE("Distributed: the epoch length with workers is what every rank yields", "[distributed]") {
+  // 41 ids on 2 ranks x 2 workers: shards of 11, 10, 10 and 10, so 21 and 20 per rank: 20 each.
+  for (const auto& kind : std::vector<std::vector<std::string>>{{"--workers", "2"}, {"--workers", "2", "--threads"}}) {
+    INFO(fmt::format("{}", fmt::join(kind, " ")));
+    std::vector<std::string> args{"large", "--seed", "3", "--print-length"};
+    args.insert(args.end(), kind.begin(), kind.end());
+    const auto printed = outputs(run(args));
+    for (std::size_t rank = 0; rank < 2; ++rank) {
+      REQUIRE(printed[rank].starts_with("length 20\n"));
+      const auto epochs = epochs_of(printed[rank]);
+      REQUIRE(epochs.size() == 1);
+      CHECK(std::count(epochs[0].begin(), epochs[0].end(), ' ') == 20);
+    }
+  }
 }
 
 TEST_CASE("Distributed: two loaders of one job keep their keys apart", "[distributed]") {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <latch>
 #include <numeric>
 #include <optional>
@@ -300,6 +301,68 @@ TEST_CASE("Distributed threads: the epoch length is the smallest shard and start
   const auto after = dpipe::testing::ProcessSnapshot::take();
   CHECK(after.descriptors == before.descriptors);
   CHECK(after.threads == before.threads);
+}
+
+namespace {
+
+/// Rank `rank` of 2 (store on `port`) with 2 workers of `kind`.
+Loader with_workers(const dpipe::IterPipe<std::int64_t>& pipe, std::size_t rank, std::uint16_t port,
+                    dpipe::WorkerKind kind) {
+  dpipe::MultiProcessingOptions workers;
+  workers.num_workers = 2;
+  workers.worker_kind = kind;
+  return Loader(pipe, dpipe::SequentialReadingService(dpipe::DistributedReadingService(rank_options(rank, 2, port)),
+                                                      dpipe::MultiProcessingReadingService(workers)));
+}
+
+std::int64_t size_of(const std::vector<std::int64_t>& batch) { return static_cast<std::int64_t>(batch.size()); }
+
+}  // namespace
+
+TEST_CASE("Distributed threads: the epoch length with workers of either kind is the least rank's",
+          "[distributed][concurrency]") {
+  // 41 ids on 2 ranks x 2 workers: worker w of rank r keeps instance w + 2 * r of 4, shards of 11,
+  // 10, 10 and 10 ids. Each worker batches its own shard: 3 + 2 batches of 5 on rank 0, 2 + 2 on
+  // rank 1, and fullsync ends both ranks at 4. Unbatched: 21 and 20, so 20. Batches of 10 made in
+  // the main process over the merged shards: 3 and 2, so 2.
+  const std::vector<std::pair<std::string, std::function<dpipe::IterPipe<std::int64_t>()>>> pipelines = {
+      {"batched in the workers", [] { return numbers(41).shuffle().sharding_filter().batch(5).map(size_of); }},
+      {"unbatched", [] { return numbers(41).shuffle().sharding_filter(); }},
+      {"batched in the main process", [] {
+         auto batches = numbers(41).shuffle().sharding_filter().batch(10);
+         batches.node().set_replicable(false);
+         return batches.map(size_of);
+       }}};
+  const std::vector<std::size_t> expected = {4, 20, 2};
+  const std::uint16_t port = dpipe::testing::free_port();
+  const auto before = dpipe::testing::ProcessSnapshot::take();
+  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
+    for (std::size_t i = 0; i < pipelines.size(); ++i) {
+      for (std::size_t rank = 0; rank < 2; ++rank) {
+        INFO(pipelines[i].first << ", rank " << rank << ", worker "
+                                << (kind == dpipe::WorkerKind::kThread ? "threads" : "processes"));
+        auto loader = with_workers(pipelines[i].second(), rank, port, kind);
+        CHECK(loader.epoch_length() == expected[i]);
+      }
+    }
+  }
+  const auto after = dpipe::testing::ProcessSnapshot::take();
+  CHECK(after.descriptors == before.descriptors);  // worked out without starting anything
+  CHECK(after.threads == before.threads);
+  // What the ranks then yield with worker threads (ranks as processes: "Distributed: the epoch
+  // length with workers is what every rank yields").
+  const auto results = run_ranks(2, [&](std::size_t rank) {
+    std::string counts;
+    for (const auto& pipeline : pipelines) {
+      auto loader = with_workers(pipeline.second(), rank, port, dpipe::WorkerKind::kThread);
+      std::size_t count = 0;
+      for (auto it = loader.begin(); it != loader.end(); ++it) ++count;
+      counts += (counts.empty() ? "" : " ") + std::to_string(count);
+    }
+    return counts;
+  });
+  CHECK(results[0] == "4 20 2");
+  CHECK(results[1] == "4 20 2");
 }
 
 TEST_CASE("Distributed threads: a world of one opens no socket", "[distributed][concurrency]") {

@@ -179,6 +179,67 @@ TEST_CASE("checkpoint files: saved atomically / loaded back / clear errors", "[l
   std::filesystem::remove_all(directory);
 }
 
+TEST_CASE("checkpoint: a job's checkpoint file without a distributed service is a job of one rank",
+          "[loader][checkpoint]") {
+  const dpipe::testing::LogCapture quiet;
+  const auto directory =
+      std::filesystem::temp_directory_path() / ("dpipe-job-checkpoint-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(directory);
+  const auto path = directory / "job.bin";
+  const auto pipeline = [] { return iter::from(range(100)).shuffle(8).sharding_filter().batch(4); };
+  for (const bool with_workers : {false, true}) {
+    INFO((with_workers ? "2 worker processes" : "in process"));
+    const auto make_loader = [&] {
+      return with_workers ? DataLoader2<Batch>(pipeline(), dpipe::testing::workers(2)) : DataLoader2<Batch>(pipeline());
+    };
+    auto whole = make_loader();
+    whole.seed(5);
+    const auto first = epoch(whole);
+    const auto second = epoch(whole);
+    std::vector<Batch> seen;
+    {
+      auto loader = make_loader();
+      loader.seed(5);
+      for (auto& batch : loader) {
+        seen.push_back(batch);
+        if (seen.size() == 7) {
+          loader.save_job_checkpoint(path);
+          break;
+        }
+      }
+    }
+    auto resumed = make_loader();
+    resumed.load_job_checkpoint(path);
+    CHECK(resumed.elements_in_epoch() == 7);
+    for (auto& batch : resumed) seen.push_back(batch);
+    CHECK(seen == first);
+    CHECK(epoch(resumed) == second);
+  }
+
+  // A job's file is not one loader's checkpoint, nor the other way round; both say which verb to use.
+  DataLoader2<Batch> job_file_loader(pipeline());
+  CHECK_THROWS_MATCHES(job_file_loader.load_state_dict(dpipe::load_checkpoint_file(path)), dpipe::StateError,
+                       Catch::Message("the checkpoint holds the states of every rank of a job "
+                                      "(DataLoader2::save_job_checkpoint): restore it with load_job_checkpoint() on "
+                                      "every rank"));
+  const auto single = directory / "loader.bin";
+  dpipe::save_checkpoint_file(single, job_file_loader.state_dict());
+  CHECK_THROWS_MATCHES(job_file_loader.load_job_checkpoint(single), dpipe::StateError,
+                       Catch::Message("checkpoint file " + single.string() +
+                                      ": it holds the state of one loader, not a job's: restore it with "
+                                      "load_state_dict(load_checkpoint_file(path))"));
+  CHECK_THROWS_MATCHES(job_file_loader.load_job_checkpoint(directory / "missing.bin"), dpipe::StateError,
+                       Catch::Message("checkpoint file " + (directory / "missing.bin").string() +
+                                      ": cannot open it: No such file or directory"));
+  auto truncated = dpipe::load_checkpoint_file(path);
+  truncated.resize(truncated.size() / 2);
+  dpipe::save_checkpoint_file(path, truncated);
+  CHECK_THROWS_WITH(job_file_loader.load_job_checkpoint(path),
+                    Catch::StartsWith("checkpoint file " + path.string() + ": "));
+  CHECK(epoch(job_file_loader).size() == 25);  // the refusals left the loader as it was
+  std::filesystem::remove_all(directory);
+}
+
 TEST_CASE("checkpoint: a field that belongs to nothing in the loader is refused", "[loader][checkpoint]") {
   DataLoader2<int> source(iter::from(range(10)).shuffle());
   auto it = source.begin();

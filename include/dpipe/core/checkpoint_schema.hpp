@@ -13,6 +13,12 @@
 ///     service/dispatcher/...              the dispatching process's
 ///     service/<i>/...                     service i of a SequentialReadingService
 ///
+/// A job's checkpoint (DataLoader2::save_job_checkpoint) is one StateStore holding every rank's
+/// checkpoint under its rank's scope, and the job's world size:
+///
+///     job:world_size                      the ranks that saved it (job::k...)
+///     rank<r>/loader:..., rank<r>/graph/...  rank r's checkpoint
+///
 /// Each level saves and restores with one pair of verbs: a node, a part of one and a graph
 /// save_state / load_state; a reading service checkpoint / restore; the loader state_dict /
 /// load_state_dict (torchdata's names).
@@ -75,6 +81,14 @@ inline constexpr std::string_view kRank = "rank";
 inline constexpr std::string_view kWorldSize = "world_size";
 inline constexpr std::string_view kEpochs = "epochs";
 }  // namespace ranks
+
+/// A job's checkpoint's own fields (scope kScope); rank r's checkpoint is under rank(r).
+namespace job {
+inline constexpr std::string_view kScope = "job";
+inline constexpr std::string_view kWorldSize = "world_size";
+/// Rank `r`'s scope: "rank<r>".
+[[nodiscard]] inline std::string rank(std::size_t r) { return "rank" + std::to_string(r); }
+}  // namespace job
 
 /// SequentialReadingService's fields; service i writes under the sub-scope "<i>".
 namespace sequence {

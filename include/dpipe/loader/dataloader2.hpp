@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -140,8 +142,29 @@ class DataLoader2 {
   void load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options = {}) {
     const Use use(*this, "load_state_dict");
     std::vector<T> read_ahead;
-    core_->load_state_dict(blob, options,
-                           [&read_ahead](ByteReader& reader) { read_ahead = decode_read_ahead(reader); });
+    core_->load_state_dict(blob, options, adopt_read_ahead(read_ahead));
+    restored_read_ahead_ = std::move(read_ahead);
+  }
+  /// Saves the state of every rank of the job into one checkpoint file that rank 0 writes (as
+  /// PyTorch trainers save on rank 0 only). A collective: every rank calls it at the same step,
+  /// where it would call state_dict(). Each rank's state_dict() travels through the store of the
+  /// loader's DistributedReadingService to rank 0, which writes `path` atomically
+  /// (save_checkpoint_file); every rank returns once the file is written, or throws the StateError
+  /// rank 0 met. A loader without a DistributedReadingService is a job of one rank: it writes
+  /// `path` itself.
+  void save_job_checkpoint(const std::filesystem::path& path) {
+    const Use use(*this, "save_job_checkpoint");
+    core_->save_job_checkpoint(path, state_dict());
+  }
+  /// Restores this rank's part of a save_job_checkpoint() file, as load_state_dict() does. A
+  /// collective: every rank calls it before its first iteration. Rank 0 reads `path` (the other
+  /// ranks need not see the file) and hands each rank its state through the store. A file saved
+  /// by a job of another world size, or a single loader's checkpoint, is a StateError on every
+  /// rank.
+  void load_job_checkpoint(const std::filesystem::path& path, const RestoreOptions& options = {}) {
+    const Use use(*this, "load_job_checkpoint");
+    std::vector<T> read_ahead;
+    core_->load_job_checkpoint(path, options, adopt_read_ahead(read_ahead));
     restored_read_ahead_ = std::move(read_ahead);
   }
   /// A text of the user's own for what dpipe cannot see of the pipeline (what a map's function
@@ -325,6 +348,11 @@ class DataLoader2 {
   void encode_read_ahead(ByteWriter& writer) const {
     writer.write_size(run_.elements.size() - run_.next);
     for (std::size_t i = run_.next; i < run_.elements.size(); ++i) writer.write(run_.elements[i]);
+  }
+
+  /// How a restore hands the elements read ahead that a checkpoint holds to `read_ahead`.
+  static std::function<void(ByteReader&)> adopt_read_ahead(std::vector<T>& read_ahead) {
+    return [&read_ahead](ByteReader& reader) { read_ahead = decode_read_ahead(reader); };
   }
 
   static std::vector<T> decode_read_ahead(ByteReader& reader) {

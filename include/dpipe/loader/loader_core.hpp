@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -96,6 +97,13 @@ class LoaderCore {
   /// holds, if any, before anything changes; a SerializationError from it is a StateError.
   void load_state_dict(std::span<const std::byte> blob, const RestoreOptions& options,
                        const std::function<void(ByteReader&)>& adopt_read_ahead);
+  /// Writes the job's checkpoint to `path` (on rank 0): `state`, this rank's state_dict(), and
+  /// every other rank's, gathered by the loader's DistributedReadingService (a job of one without).
+  void save_job_checkpoint(const std::filesystem::path& path, std::span<const std::byte> state);
+  /// Restores this rank's part of the job's checkpoint at `path`, which rank 0 reads and hands on,
+  /// as load_state_dict() does.
+  void load_job_checkpoint(const std::filesystem::path& path, const RestoreOptions& options,
+                           const std::function<void(ByteReader&)>& adopt_read_ahead);
   void set_fingerprint(std::string fingerprint) { fingerprint_ = std::move(fingerprint); }
   [[nodiscard]] std::optional<std::size_t> epoch_length() const;
   void report_progress(std::optional<ProgressOptions> options);
@@ -130,6 +138,12 @@ class LoaderCore {
     std::size_t counted = 0;
   };
 
+  /// Throws UsageError once an iterator was created (torchdata's message).
+  void require_not_iterated() const;
+  /// load_state_dict() with `service`, a fresh copy of the loader's reading service (or null).
+  void restore(std::span<const std::byte> blob, const RestoreOptions& options,
+               const std::function<void(ByteReader&)>& adopt_read_ahead,
+               std::unique_ptr<ReadingServiceInterface> service);
   void set_graph(DataPipePtr graph);
   /// Runs the reading service's initialize() (or restore(), for a checkpoint) once.
   void adapt_once();

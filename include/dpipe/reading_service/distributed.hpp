@@ -31,9 +31,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <dpipe/distributed/launch_environment.hpp>
 #include <dpipe/reading_service/reading_service.hpp>
@@ -91,6 +94,10 @@ class DistributedReadingService final
   DataPipePtr initialize(DataPipePtr graph) override;
   /// What every rank yields in an epoch: the least of the ranks' sharded lengths, when known.
   [[nodiscard]] std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const override;
+  /// The least over the ranks of what `rest` says of each rank's sharded copy of `graph` (the
+  /// services after this one run each rank's shard; fullsync ends every rank at the least).
+  [[nodiscard]] std::optional<std::size_t> epoch_length_before(const DataPipePtr& graph,
+                                                               const EpochLengthFunction& rest) const override;
   /// Shares rank 0's seed, reseeds `seeds` with it, spawns it by rank and seeds the graph.
   GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
   /// Tells the other ranks this one leaves, and closes the store (rank 0: serves no more).
@@ -115,14 +122,34 @@ class DistributedReadingService final
   /// This process's place in the job (after initialize()).
   [[nodiscard]] const LaunchEnvironment& environment() const;
 
+  /// Every rank's state, in rank order.
+  using RankStates = std::vector<std::vector<std::byte>>;
+  /// A collective of the ranks (each calls it at the same step, DataLoader2::save_job_checkpoint):
+  /// rank 0 receives every rank's `state` through the store and calls `write` with them; every
+  /// rank returns once `write` returned. What `write` throws, rank 0 throws and every other rank
+  /// raises as a StateError naming rank 0. A world of one calls `write` with `state` alone.
+  void gather_states(std::span<const std::byte> state, const std::function<void(const RankStates&)>& write);
+  /// A collective of the ranks (DataLoader2::load_job_checkpoint): rank 0 calls `read` with the
+  /// world size, which returns every rank's state, and each rank returns its own through the store.
+  /// What `read` throws, rank 0 throws and every other rank raises as a StateError naming rank 0.
+  [[nodiscard]] std::vector<std::byte> scatter_states(const std::function<RankStates(std::size_t world_size)>& read);
+
  private:
   /// The environment from the options and the launcher (a trainer's own store needs no host).
   [[nodiscard]] LaunchEnvironment detect() const;
+  /// This loader's place among the ranks, made at the first call that needs it (initialize() or a
+  /// job checkpoint's collective); it connects to the store at its first round.
+  detail::dist::RankGroup& meet();
 
   DistributedOptions options_;
   std::shared_ptr<detail::dist::RankGroup> group_;
   DataPipePtr root_;
-  std::uint64_t epochs_ = 0;  // epochs whose seed was shared (names the next one's round)
+  std::uint64_t epochs_ = 0;   // epochs whose seed was shared (names the next one's round)
+  std::uint64_t gathers_ = 0;  // gather_states() calls (names the next one's rounds)
 };
+
+/// The DistributedReadingService of a loader's reading service: `service` itself, or one of a
+/// SequentialReadingService's; nullptr when there is none.
+[[nodiscard]] DistributedReadingService* find_distributed_service(ReadingServiceInterface* service);
 
 }  // namespace dpipe

@@ -26,6 +26,9 @@ namespace dpipe {
 /// A function that rewrites a graph and returns its new root (torchdata's iter_reset_fn,
 /// pause_fn, ...). Empty means "nothing to do".
 using GraphFunction = std::function<DataPipePtr(DataPipePtr)>;
+/// How many elements one epoch of a graph yields, std::nullopt when that is not known (see
+/// ReadingServiceInterface::epoch_length_before).
+using EpochLengthFunction = std::function<std::optional<std::size_t>(const DataPipePtr&)>;
 
 /// Which of several workers a copy of a graph runs in (torchdata's WorkerInfo).
 struct WorkerInfo {
@@ -72,6 +75,12 @@ class ReadingServiceInterface {
   /// known. The default is std::nullopt: a service may shard or reshape the graph, so only it
   /// can tell.
   [[nodiscard]] virtual std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const;
+  /// epoch_length() of this service followed by others (SequentialReadingService): `rest` tells
+  /// how many elements a graph that this service made yields under the services after it. A
+  /// service that shards the graph (DistributedReadingService) shards a copy per rank and asks
+  /// `rest`. The default is std::nullopt: only the service knows what it hands on.
+  [[nodiscard]] virtual std::optional<std::size_t> epoch_length_before(const DataPipePtr& graph,
+                                                                       const EpochLengthFunction& rest) const;
   /// Called at the start of every epoch, after the loader (re)seeded `seeds`; may return a
   /// function the loader applies to the graph. `iter_reset_fn` comes from a service before this
   /// one (SequentialReadingService).

@@ -29,7 +29,9 @@ class SequentialReadingService final
   [[nodiscard]] ReadingServiceInterface& service(std::size_t index) const { return *services_.at(index); }
 
   DataPipePtr initialize(DataPipePtr graph) override;
-  /// The length under the one service it holds; unknown when it holds several.
+  /// The length under the last service, through each service before it (epoch_length_before):
+  /// known wherever each service knows its part, such as (DistributedReadingService,
+  /// MultiProcessingReadingService) with worker processes or threads.
   [[nodiscard]] std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const override;
   GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
   void finalize_iteration() override;

@@ -143,9 +143,8 @@ void RankGroup::leave() noexcept {
   tcp_.reset();
 }
 
-std::vector<std::vector<std::byte>> RankGroup::exchange(const std::string& post, std::span<const std::byte> value,
-                                                        const std::string& collect, std::chrono::milliseconds timeout,
-                                                        const std::string& what) {
+template <class Call>
+auto RankGroup::on_store(const std::string& what, std::chrono::milliseconds timeout, Call call) {
   const std::lock_guard lock(mutex_);
   connect();
   if (!store_) {
@@ -155,13 +154,36 @@ std::vector<std::vector<std::byte>> RankGroup::exchange(const std::string& post,
   const auto previous = store_->timeout();
   if (timeout != previous) store_->set_timeout(timeout);
   try {
-    auto values = store_->exchange(post, value, collect, environment_.rank, environment_.world_size);
+    auto result = call(*store_);
     if (timeout != previous) store_->set_timeout(previous);
-    return values;
+    return result;
   } catch (const Error& error) {
     if (timeout != previous) store_->set_timeout(previous);
     DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): {}: {}", where_, what, error.what());
   }
+}
+
+std::vector<std::vector<std::byte>> RankGroup::exchange(const std::string& post, std::span<const std::byte> value,
+                                                        const std::string& collect, std::chrono::milliseconds timeout,
+                                                        const std::string& what) {
+  return on_store(what, timeout, [&](Store& store) {
+    return store.exchange(post, value, collect, environment_.rank, environment_.world_size);
+  });
+}
+
+void RankGroup::put(const std::string& key, std::span<const std::byte> value, const std::string& what) {
+  on_store(what, timeout_, [&](Store& store) {
+    store.set(key, value);
+    return true;
+  });
+}
+
+std::vector<std::byte> RankGroup::take(const std::string& key, const std::string& what) {
+  return on_store(what, timeout_, [&](Store& store) {
+    auto value = store.get(key);
+    store.remove(key);
+    return value;
+  });
 }
 
 void RankGroup::post(const std::string& round, std::span<const std::byte> value) noexcept {

@@ -51,6 +51,11 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
                                                const std::string& what);
   /// Leaves `value` in `round` without waiting. Never throws.
   void post(const std::string& round, std::span<const std::byte> value) noexcept;
+  /// Store::set and Store::get-then-remove of this rank, waiting at most the loader's timeout;
+  /// RendezvousError (with `what`) for any failure of the store. For values too large to hand
+  /// to every rank (a rank's checkpoint), where exchange() gives every rank every value.
+  void put(const std::string& key, std::span<const std::byte> value, const std::string& what);
+  [[nodiscard]] std::vector<std::byte> take(const std::string& key, const std::string& what);
 
  private:
   LaunchEnvironment environment_;
@@ -60,6 +65,10 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
   /// Starts dpipe's TcpStore, unless the trainer brought a store, or it runs, or the rank left;
   /// waits for the store `patience` at most (default: the loader's timeout).
   void connect(std::optional<std::chrono::milliseconds> patience = std::nullopt);
+  /// Runs `call` on the store with `timeout`, one call at a time; RendezvousError naming `what`
+  /// for its failures.
+  template <class Call>
+  auto on_store(const std::string& what, std::chrono::milliseconds timeout, Call call);
 
   TcpStoreOptions tcp_options_;    // dpipe's own store, when the trainer brought none...
   std::shared_ptr<TcpStore> tcp_;  // ...once it started
