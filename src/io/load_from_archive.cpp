@@ -24,8 +24,13 @@ class OpenArchive {
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
   [[nodiscard]] ArchiveStream& stream() noexcept { return stream_; }
-  /// The current member's header offset in the archive's (uncompressed) bytes.
-  [[nodiscard]] std::uint64_t header_offset() const noexcept { return base_ + stream_.header_offset(); }
+  /// The current member's header offset in the archive's (uncompressed) bytes; std::nullopt when
+  /// libarchive cannot tell (after a fatal error).
+  [[nodiscard]] std::optional<std::uint64_t> header_offset() const noexcept {
+    const auto offset = stream_.header_offset();
+    if (!offset) return std::nullopt;
+    return base_ + *offset;
+  }
 
   std::uint64_t yielded_header = 0;  // the header offset of the member last yielded
   std::string yielded_name;          // and its name
@@ -96,7 +101,7 @@ std::optional<PathBytes> ArchiveLoader::next_impl() {
 std::optional<PathBytes> ArchiveLoader::next_member() {
   auto& stream = open_->stream();
   detail::ArchiveMember member;
-  auto fail = [&](std::string_view reason, const std::string& name, std::uint64_t offset) -> DataError {
+  auto fail = [&](std::string_view reason, const std::string& name, std::optional<std::uint64_t> offset) -> DataError {
     DataError error(label(), {.path = open_->path(), .member = name, .byte_offset = offset}, reason);
     open_.reset();  // nothing after a damaged spot can be trusted
     return error;
@@ -108,14 +113,14 @@ std::optional<PathBytes> ArchiveLoader::next_member() {
         return std::nullopt;
       }
     } catch (const SourceFailure& failure) {
-      throw fail(failure.what(), "", open_->header_offset());
+      throw fail(failure.what(), member.name, open_->header_offset());
     } catch (const DataError&) {
       open_.reset();
       throw;
     }
     if (member.regular) break;
   }
-  const auto header = open_->header_offset();
+  const std::uint64_t header = open_->header_offset().value();  // known after a header read without error
   open_->yielded_header = header;
   open_->yielded_name = member.name;
   if (member.size > options_.max_member_bytes) {  // the archive goes on with the next member

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <clocale>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -22,6 +23,7 @@
 #include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/temp_dir.hpp"
+#include "support/zip_writer.hpp"
 
 namespace {
 
@@ -301,15 +303,16 @@ TEST_CASE("webdataset groups members by key into samples", "[io]") {
 
 namespace {
 
-/// Flips the bits of the byte at `offset` of `path` (from its end when negative).
-void flip_byte(const std::string& path, std::int64_t offset) {
+/// Flips the bits of `count` bytes at `offset` of `path` (from its end when negative).
+void flip_byte(const std::string& path, std::int64_t offset, std::int64_t count = 1) {
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
   const auto size = static_cast<std::int64_t>(fs::file_size(path));
-  const auto at = offset < 0 ? size + offset : offset;
-  file.seekg(at);
-  const char byte = static_cast<char>(file.get());
-  file.seekp(at);
-  file.put(static_cast<char>(~byte));
+  for (auto at = offset < 0 ? size + offset : offset; count > 0; ++at, --count) {
+    file.seekg(at);
+    const char byte = static_cast<char>(file.get());
+    file.seekp(at);
+    file.put(static_cast<char>(~byte));
+  }
 }
 
 /// `size` bytes no compressor shrinks, the same for the same seed.
@@ -512,6 +515,69 @@ TEST_CASE("load_from_zip and load_from_tar restore at the saved member's header 
     const auto restored = make();
     dpipe::graph::load_state(restored, blob);
     CHECK(dpipe::testing::collect(restored) == std::vector<PathBytes>{{path + "/c", "gamma"}, {path + "/d", "delta"}});
+  }
+}
+
+TEST_CASE("load_from_tar reports a damaged member header and loses the rest of that shard only", "[io]") {
+  TempDir dir;
+  const std::string shard = dir / "shard-0.tar";
+  const std::string good = dir / "shard-1.tar";
+  // A WebDataset shard: every member is one 512-byte header and one 512-byte block of data.
+  dpipe::testing::write_archive(
+      shard, "ustar", "none",
+      {{"000.jpg", "j0"}, {"000.cls", "0"}, {"001.jpg", "j1"}, {"001.cls", "1"}, {"002.jpg", "j2"}, {"002.cls", "2"}});
+  dpipe::testing::write_archive(good, "ustar", "none", {{"100.jpg", "j100"}, {"100.cls", "100"}});
+  flip_byte(shard, 2048 + 100, 16);  // the mode, uid and gid of 001.jpg's header: its checksum fails
+  const auto members = [&](dpipe::OnError on_error) {
+    return dpipe::iter::from(std::vector<std::string>{shard, good}) | dpipe::io::open_files() |
+           dpipe::io::load_from_tar({.on_error = on_error});
+  };
+  // libarchive asks to be called again and skips to the next header it can read: 001.jpg vanished.
+  CHECK_THAT(data_error_of(members({})),
+             Catch::Matches("load_from_tar#[0-9]+: '" + shard + "' byte offset 2048: Damaged tar archive"));
+  const auto skipping = members(dpipe::OnError::skip());
+  const auto samples = skipping | dpipe::io::webdataset();
+  std::vector<std::string> keys;
+  for (const auto& sample : dpipe::testing::collect(samples)) {
+    keys.push_back(fs::path(sample.key).filename().string());
+    for (const auto& [suffix, bytes] : sample.fields) keys.back() += suffix;
+  }
+  CHECK(keys == std::vector<std::string>{"000.jpg.cls", "100.jpg.cls"});
+  CHECK(dynamic_cast<const dpipe::io::ArchiveLoader&>(*skipping.ptr()).skipped() == 1);
+}
+
+TEST_CASE("archive errors give the header offset where libarchive knows it and omit it where it does not", "[io]") {
+  TempDir dir;
+  const std::string cut = dir / "cut.tar";
+  dpipe::testing::write_archive(cut, "ustar", "none", {{"one", "1"}, {"two", "2"}, {"three", "3"}});
+  truncate_to(cut, 2048 + 100);  // inside the header of "three": libarchive's reader stops there for good
+  const auto message = data_error_of(dpipe::iter::from(std::vector<std::string>{cut}) | dpipe::io::open_files() |
+                                     dpipe::io::load_from_tar());
+  CHECK_THAT(message, Catch::Matches("load_from_tar#[0-9]+: '" + cut + "': Truncated tar archive"));
+  CHECK(message.find("18446744073709551") == std::string::npos);  // ARCHIVE_FATAL as an unsigned offset
+}
+
+TEST_CASE("load_from_zip gives UTF-8 member names in a program that never called setlocale", "[io]") {
+  REQUIRE(std::string(std::setlocale(LC_ALL, nullptr)) == "C");
+  TempDir dir;
+  const std::string name = "unicod\xc3\xa9/\xe5\x90\x8d\xe5\x89\x8d.txt";  // unicodé/名前.txt
+  const std::string zip = dir.write("names.zip", dpipe::testing::stored_zip({{name, "hello"}, {"plain.txt", "p"}}));
+  const auto members = [](const std::string& path) {
+    return dpipe::iter::from(std::vector<std::string>{path}) | dpipe::io::open_files() | dpipe::io::load_from_zip();
+  };
+  CHECK(dpipe::testing::collect(members(zip)) ==
+        std::vector<PathBytes>{{zip + "/" + name, "hello"}, {zip + "/plain.txt", "p"}});
+  CHECK(::uselocale(locale_t{}) == LC_GLOBAL_LOCALE);  // the thread's locale is the program's again
+
+  SECTION("a name that cannot be read or is empty is a DataError") {
+    const std::string bad = dir.write("bad.zip", dpipe::testing::stored_zip({{"a.txt", "a"}, {"b\xff.txt", "b"}}));
+    CHECK_THAT(data_error_of(members(bad)),
+               Catch::Matches("load_from_zip#[0-9]+: '" + bad +
+                              "' byte offset 36: the member's name cannot be read: Pathname cannot be converted "
+                              "from UTF-8 to current locale."));
+    const std::string empty = dir.write("empty.zip", dpipe::testing::stored_zip({{"", "nameless"}}));
+    CHECK_THAT(data_error_of(members(empty)),
+               Catch::Matches("load_from_zip#[0-9]+: '" + empty + "' byte offset 0: the member has no name"));
   }
 }
 
