@@ -149,6 +149,10 @@ std::optional<std::uint64_t> ArchiveStream::header_offset() const noexcept {
   return static_cast<std::uint64_t>(position);
 }
 
+std::uint64_t ArchiveStream::consumed() const noexcept {
+  return static_cast<std::uint64_t>(archive_filter_bytes(handle_, 0));
+}
+
 bool ArchiveStream::compressed() const noexcept {
   return gunzip_ != nullptr || archive_filter_code(handle_, 0) != ARCHIVE_FILTER_NONE;
 }

@@ -68,6 +68,9 @@ class ArchiveStream {
   /// Where the current member's header starts, in the uncompressed bytes read since the open;
   /// std::nullopt when libarchive cannot tell (after a fatal error).
   [[nodiscard]] std::optional<std::uint64_t> header_offset() const noexcept;
+  /// The (uncompressed) bytes libarchive has consumed since the open: right after next_member()
+  /// of a zip, where the member's local header ends.
+  [[nodiscard]] std::uint64_t consumed() const noexcept;
   /// Whether the stream goes through a decompressor (told from its bytes at the open).
   [[nodiscard]] bool compressed() const noexcept;
 

@@ -477,11 +477,12 @@ TEST_CASE("load_from_zip reports truncated corrupt and oversized members and ski
   CHECK(names == std::vector<std::string>{"a.txt", "c", "g"});  // the member alone is skipped
   CHECK(dynamic_cast<const dpipe::io::ArchiveLoader&>(*skipping.ptr()).skipped() == 1);
 
-  SECTION("a truncated zip") {
+  SECTION("a truncated zip has no central directory") {
     truncate_to(zip, 1500);  // inside the data of a.txt
     CHECK_THAT(data_error_of(members({zip})),
                Catch::Matches("load_from_zip#[0-9]+: '" + zip +
-                              "' member 'a.txt' byte offset 0: ZIP decompression failed \\(-5\\)"));
+                              "': the zip's central directory cannot be read: no end of central directory record "
+                              "\\(the file is truncated or not a zip\\)"));
   }
   SECTION("a flipped byte in a member") {
     flip_byte(zip, 1000);  // inside the data of a.txt: its CRC32 no longer matches
@@ -578,6 +579,67 @@ TEST_CASE("load_from_zip gives UTF-8 member names in a program that never called
     const std::string empty = dir.write("empty.zip", dpipe::testing::stored_zip({{"", "nameless"}}));
     CHECK_THAT(data_error_of(members(empty)),
                Catch::Matches("load_from_zip#[0-9]+: '" + empty + "' byte offset 0: the member has no name"));
+  }
+}
+
+TEST_CASE("load_from_zip checks each local header of a local zip against its central directory", "[io]") {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> entries{{"00018.txt", "text 18"},
+                                                                 {"00018.cls", "18"},
+                                                                 {"00020.txt", "text 20"},
+                                                                 {"00021.txt", "t21"},
+                                                                 {"00022.txt", "22"}};
+  const std::string bytes = dpipe::testing::stored_zip(entries);
+  const auto members = [](std::vector<std::string> paths, dpipe::OnError on_error = {}) {
+    return dpipe::iter::from(std::move(paths)) | dpipe::io::open_files() |
+           dpipe::io::load_from_zip({.on_error = on_error});
+  };
+  const std::string good = dir.write("good.zip", bytes);
+  CHECK(dpipe::testing::collect(members({good})).size() == entries.size());
+  // A mutant: `name`'s local header (the first place its name is written) changed by `change`.
+  const auto mutant = [&](const std::string& file, const std::string& name, const auto& change) {
+    std::string changed = bytes;
+    const auto header = changed.find(name) - 30;
+    change(changed, header);
+    return std::pair{dir.write(file, changed), header};
+  };
+  const auto rename = [](const std::string& to) {
+    return [to](std::string& zip, std::size_t header) { zip.replace(header + 30, to.size(), to); };
+  };
+
+  const auto [renamed, renamed_at] = mutant("renamed.zip", "00018.cls", rename("00018.sls"));
+  CHECK_THAT(data_error_of(members({renamed})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + renamed + "' member '00018.cls' byte offset " +
+                            std::to_string(renamed_at) + ": its local header names it '00018.sls'"));
+  const auto [duplicate, duplicate_at] = mutant("duplicate.zip", "00022.txt", rename("00020.txt"));
+  CHECK_THAT(data_error_of(members({duplicate})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + duplicate + "' member '00022.txt' byte offset " +
+                            std::to_string(duplicate_at) + ": its local header names it '00020.txt'"));
+  const auto [resized, resized_at] =
+      mutant("resized.zip", "00021.txt", [](std::string& zip, std::size_t header) { zip[header + 22] = '\4'; });
+  CHECK_THAT(data_error_of(members({resized})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + resized + "' member '00021.txt' byte offset " +
+                            std::to_string(resized_at) + ": its local header gives 4 bytes, the central directory 3"));
+  // libarchive's streaming reader looks for the next local header's signature past a broken one.
+  const auto [unsigned_header, unsigned_at] =
+      mutant("unsigned.zip", "00020.txt", [](std::string& zip, std::size_t header) { zip[header + 2] = 'X'; });
+  CHECK_THAT(
+      data_error_of(members({unsigned_header})),
+      Catch::Matches("load_from_zip#[0-9]+: '" + unsigned_header + "' member '00020.txt' byte offset " +
+                     std::to_string(unsigned_at) + ": no local header where the central directory puts this member"));
+  const std::string cut = dir.write("cut.zip", bytes.substr(0, bytes.size() - 10));
+  CHECK_THAT(data_error_of(members({cut})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + cut +
+                            "': the zip's central directory cannot be read: no end of central directory record "
+                            "\\(the file is truncated or not a zip\\)"));
+
+  SECTION("with OnError::skip a mismatch loses the rest of its zip") {
+    const auto skipping = members({renamed, good}, dpipe::OnError::skip());
+    std::vector<std::string> names;
+    for (auto& [path, member] : dpipe::testing::collect(skipping)) names.push_back(fs::path(path).filename().string());
+    CHECK(names ==
+          std::vector<std::string>{"00018.txt", "00018.txt", "00018.cls", "00020.txt", "00021.txt", "00022.txt"});
+    CHECK(dynamic_cast<const dpipe::io::ArchiveLoader&>(*skipping.ptr()).skipped() == 1);
   }
 }
 
