@@ -643,6 +643,31 @@ TEST_CASE("load_from_zip checks each local header of a local zip against its cen
   }
 }
 
+TEST_CASE("load_from_zip reads zip64 zips with their central directory checked", "[io]") {
+  TempDir dir;
+  const std::string ours = dir.write("ours.zip", dpipe::testing::stored_zip({{"a", "alpha"}, {"b", "beta"}}, true));
+  const std::string libarchives = dir / "libarchives.zip";  // a zip64 end record; sizes after the data
+  dpipe::testing::write_archive(libarchives, "zip", "none", {{"c", noise(3000, 4)}, {"d", "delta"}}, "zip:zip64");
+  dpipe::testing::check_battery(
+      [&] {
+        return dpipe::iter::from(std::vector<std::string>{ours, libarchives}) | dpipe::io::open_files() |
+               dpipe::io::load_from_zip();
+      },
+      std::vector<PathBytes>{{ours + "/a", "alpha"},
+                             {ours + "/b", "beta"},
+                             {libarchives + "/c", noise(3000, 4)},
+                             {libarchives + "/d", "delta"}},
+      std::nullopt);
+  std::string renamed = dpipe::testing::stored_zip({{"a", "alpha"}, {"b", "beta"}}, true);
+  const auto b_header = renamed.find("PK\3\4", 1);
+  renamed[b_header + 30] = 'x';
+  const std::string mutant = dir.write("renamed.zip", renamed);
+  CHECK_THAT(data_error_of(dpipe::iter::from(std::vector<std::string>{mutant}) | dpipe::io::open_files() |
+                           dpipe::io::load_from_zip()),
+             Catch::Matches("load_from_zip#[0-9]+: '" + mutant + "' member 'b' byte offset " +
+                            std::to_string(b_header) + ": its local header names it 'x'"));
+}
+
 TEST_CASE("Worker processes and threads read sharded archives and compressed files and restore mid-epoch",
           "[io][concurrency]") {
   TempDir dir;
