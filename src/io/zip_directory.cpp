@@ -27,7 +27,7 @@ constexpr std::size_t kEntryHeader = 46;
 constexpr std::size_t kEnd = 22;
 constexpr std::size_t kZip64Locator = 20;
 constexpr std::size_t kZip64End = 56;
-constexpr std::size_t kMaxComment = 0xffff;
+constexpr std::size_t kMaxField = 0xffff;            // the longest name, extra field or comment
 constexpr std::uint16_t kDataDescriptor = 1U << 3U;  // flag: CRC32 and sizes follow the data
 constexpr std::uint16_t kZip64Extra = 0x0001;
 constexpr std::uint32_t kIn64 = 0xffffffff;  // a 32-bit field whose value is in the zip64 extra field
@@ -94,7 +94,7 @@ void ZipDirectory::read_entries(std::uint64_t file_size) {
     return DataError(node_, {.path = path_}, fmt::format("the zip's central directory cannot be read: {}", why));
   };
   // The end record is the last one in the file's tail that its comment's length fits.
-  const std::size_t tail_size = static_cast<std::size_t>(std::min<std::uint64_t>(file_size, kEnd + kMaxComment));
+  const std::size_t tail_size = static_cast<std::size_t>(std::min<std::uint64_t>(file_size, kEnd + kMaxField));
   const std::uint64_t tail_start = file_size - tail_size;
   const std::string tail = read(tail_start, tail_size);
   std::size_t end = std::string::npos;
@@ -160,11 +160,17 @@ std::uint64_t ZipDirectory::check_next(std::uint64_t header_end) {
   const auto mismatch = [&](std::string_view why) {
     return DataError(node_, {.path = path_, .member = entry.name, .byte_offset = entry.offset}, why);
   };
-  const std::string fixed = read(entry.offset, kLocalHeader);
-  if (fixed.compare(0, 4, kLocalSignature) != 0)
+  // One read where the local header is where the stream's ended, as it is but for a mismatch.
+  const std::size_t guess =
+      header_end > entry.offset + kLocalHeader
+          ? static_cast<std::size_t>(std::min<std::uint64_t>(header_end - entry.offset, kLocalHeader + 2 * kMaxField))
+          : kLocalHeader;
+  std::string header(guess, '\0');
+  header.resize(read_at(descriptor_, header.data(), header.size(), entry.offset, path_, node_));
+  if (header.size() < kLocalHeader || header.compare(0, 4, kLocalSignature) != 0)
     throw mismatch("no local header where the central directory puts this member");
-  const std::size_t name_size = load16(fixed.data() + 26);
-  const std::size_t extra_size = load16(fixed.data() + 28);
+  const std::size_t name_size = load16(header.data() + 26);
+  const std::size_t extra_size = load16(header.data() + 28);
   const std::uint64_t own_end = entry.offset + kLocalHeader + name_size + extra_size;
   if (header_end < own_end) {
     throw mismatch(fmt::format(
@@ -174,15 +180,16 @@ std::uint64_t ZipDirectory::check_next(std::uint64_t header_end) {
   if (header_end > own_end)
     throw mismatch(
         fmt::format("the stream passed over this member's local header to one that ends at byte {}", header_end));
-  const std::string variable = read(entry.offset + kLocalHeader, name_size + extra_size);
-  const std::string_view name = std::string_view(variable).substr(0, name_size);
+  if (header.size() < own_end - entry.offset)
+    throw DataError(node_, {.path = path_, .byte_offset = entry.offset}, "the zip ends inside a header");
+  const std::string_view name = std::string_view(header).substr(kLocalHeader, name_size);
   if (name != entry.name) throw mismatch(fmt::format("its local header names it '{}'", name));
-  const auto flags = load16(fixed.data() + 6);
+  const auto flags = load16(header.data() + 6);
   if ((flags & kDataDescriptor) == 0) {  // else the local header holds zeros, the descriptor the values
-    const std::uint32_t crc = load32(fixed.data() + 14);
-    std::uint64_t compressed = load32(fixed.data() + 18);
-    std::uint64_t size = load32(fixed.data() + 22);
-    if (!read_zip64(std::string_view(variable).substr(name_size), {&size, &compressed}))
+    const std::uint32_t crc = load32(header.data() + 14);
+    std::uint64_t compressed = load32(header.data() + 18);
+    std::uint64_t size = load32(header.data() + 22);
+    if (!read_zip64(std::string_view(header).substr(kLocalHeader + name_size), {&size, &compressed}))
       throw mismatch("the zip64 field of its local header is missing or short");
     if (crc != entry.crc)
       throw mismatch(
