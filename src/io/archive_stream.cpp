@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <clocale>
 #include <utility>
 
 #include <dpipe/core/error.hpp>
@@ -13,6 +14,29 @@ namespace dpipe::io::detail {
 namespace {
 
 constexpr std::size_t kBlock = std::size_t{256} << 10;
+
+/// libarchive converts a member's name from its header's charset to the calling thread's locale:
+/// in the "C" locale of a program that never called setlocale, a zip name flagged UTF-8 that is not
+/// ASCII cannot be converted and comes out NULL. While a Utf8Names lives, this thread uses the
+/// C.UTF-8 locale, so names come out as UTF-8 bytes whatever the program's locale (the thread's
+/// own locale is restored after). Where the system has no C.UTF-8 it changes nothing.
+class Utf8Names {
+ public:
+  Utf8Names() noexcept : previous_(utf8() != locale_t{} ? ::uselocale(utf8()) : locale_t{}) {}
+  Utf8Names(const Utf8Names&) = delete;
+  Utf8Names& operator=(const Utf8Names&) = delete;
+  ~Utf8Names() {
+    if (previous_ != locale_t{}) ::uselocale(previous_);
+  }
+
+ private:
+  static locale_t utf8() noexcept {
+    static const locale_t locale = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t{});  // kept for the process
+    return locale;
+  }
+
+  locale_t previous_;
+};
 
 }  // namespace
 
@@ -26,6 +50,7 @@ ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view
       pending_ = 0;
     }
   }
+  const Utf8Names utf8_names;
   handle_ = archive_read_new();
   if (handle_ == nullptr) throw DataError(node, {.path = path}, "cannot start libarchive: out of memory");
   switch (kind) {
@@ -74,19 +99,27 @@ ssize_t ArchiveStream::read_callback(archive* /*handle*/, void* self, const void
   }
 }
 
-void ArchiveStream::fail() {
+void ArchiveStream::fail(std::string_view context) {
   if (file_error_) std::rethrow_exception(std::exchange(file_error_, nullptr));
   const char* reason = archive_error_string(handle_);
-  throw SourceFailure(reason != nullptr ? reason : "libarchive failed without a reason");
+  if (reason == nullptr)
+    throw SourceFailure(context.empty() ? "libarchive failed without a reason" : std::string(context));
+  throw SourceFailure(context.empty() ? std::string(reason) : fmt::format("{}: {}", context, reason));
 }
 
 bool ArchiveStream::next_member(ArchiveMember& member) {
+  const Utf8Names utf8_names;
+  member.name.clear();
   archive_entry* entry = nullptr;
   const int status = archive_read_next_header(handle_, &entry);
   if (status == ARCHIVE_EOF) return false;
-  if (status < ARCHIVE_WARN) fail();
-  const char* name = archive_entry_pathname(entry);
-  member.name = name != nullptr ? name : "";
+  if (status != ARCHIVE_OK && status != ARCHIVE_WARN) fail();  // a damaged header (ARCHIVE_RETRY) or an error
+  const char* name = archive_entry_pathname_utf8(entry);
+  if (name == nullptr) name = archive_entry_pathname(entry);  // bytes that are not valid UTF-8
+  if (name == nullptr) fail("the member's name cannot be read");
+  member.name = name;
+  if (status == ARCHIVE_WARN) fail();  // read, but with data lost or skipped
+  if (member.name.empty()) throw SourceFailure("the member has no name");
   member.size = archive_entry_size_is_set(entry) != 0 ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
   member.regular = archive_entry_filetype(entry) == AE_IFREG;
   return true;
@@ -110,8 +143,14 @@ bool ArchiveStream::read_block(std::string_view& block, std::uint64_t& offset) {
   return true;
 }
 
-std::uint64_t ArchiveStream::header_offset() const noexcept {
-  return static_cast<std::uint64_t>(archive_read_header_position(handle_));
+std::optional<std::uint64_t> ArchiveStream::header_offset() const noexcept {
+  const la_int64_t position = archive_read_header_position(handle_);  // ARCHIVE_FATAL after a fatal error
+  if (position < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(position);
+}
+
+std::uint64_t ArchiveStream::consumed() const noexcept {
+  return static_cast<std::uint64_t>(archive_filter_bytes(handle_, 0));
 }
 
 bool ArchiveStream::compressed() const noexcept {

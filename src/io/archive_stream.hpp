@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -52,7 +53,11 @@ class ArchiveStream {
   ArchiveStream& operator=(const ArchiveStream&) = delete;
   ~ArchiveStream();
 
-  /// The next member's header, false after the last one.
+  /// The next member's header, false after the last one. Every status but ARCHIVE_OK throws:
+  /// libarchive's warnings on a header mean lost or skipped data (a damaged tar header it would
+  /// skip to the next one, a malformed pax attribute, a name it cannot convert). The name is read
+  /// as UTF-8 whatever the program's locale; a member whose name cannot be read, or is empty,
+  /// throws. On a throw `member.name` is the header's name when it was read, "" otherwise.
   bool next_member(ArchiveMember& member);
   /// Reads up to `size` bytes of the current member; 0 at its end.
   std::size_t read(char* data, std::size_t size);
@@ -60,16 +65,20 @@ class ArchiveStream {
   /// and their offset in the member (past a hole of a sparse member); false at its end.
   bool read_block(std::string_view& block, std::uint64_t& offset);
 
-  /// Where the current member's header starts, in the uncompressed bytes read since the open.
-  [[nodiscard]] std::uint64_t header_offset() const noexcept;
+  /// Where the current member's header starts, in the uncompressed bytes read since the open;
+  /// std::nullopt when libarchive cannot tell (after a fatal error).
+  [[nodiscard]] std::optional<std::uint64_t> header_offset() const noexcept;
+  /// The (uncompressed) bytes libarchive has consumed since the open: right after next_member()
+  /// of a zip, where the member's local header ends.
+  [[nodiscard]] std::uint64_t consumed() const noexcept;
   /// Whether the stream goes through a decompressor (told from its bytes at the open).
   [[nodiscard]] bool compressed() const noexcept;
 
  private:
   static ssize_t read_callback(archive* handle, void* self, const void** buffer);
   /// Throws what the file raised during the last libarchive call, or a SourceFailure with
-  /// libarchive's reason.
-  [[noreturn]] void fail();
+  /// libarchive's reason (after `context` and ": " when given).
+  [[noreturn]] void fail(std::string_view context = {});
 
   OpenedFile file_;  // moved into gunzip_ for a gzip-compressed tar
   std::string node_;

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The scans that build record indexes (index_scan.cpp), and the positioned read both they and
-/// indexed_records use. Private to dpipe::io.
+/// The scans that build record indexes (index_scan.cpp), and the positioned read and
+/// little-endian loads they, indexed_records and the zip directory check use. Private to dpipe::io.
 
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +16,14 @@ namespace dpipe::io::detail {
 /// masked CRC (4) after it.
 inline constexpr std::size_t kTFRecordHeader = 12;
 inline constexpr std::size_t kTFRecordFooter = 4;
+
+/// The little-endian 16-bit number at `p` (zip's byte order, and that of the machines dpipe runs
+/// on).
+inline std::uint16_t load16(const char* p) noexcept {
+  std::uint16_t value = 0;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
 
 /// The little-endian 32-bit number at `p` (TFRecord's byte order, and that of the machines dpipe
 /// runs on).

@@ -7,34 +7,63 @@
 #include <dpipe/io/load_from_archive.hpp>
 
 #include "io/archive_stream.hpp"
+#include "io/zip_directory.hpp"
 
 namespace dpipe::io {
 namespace detail {
 
 /// The archive being read: libarchive's stream, the offset in the archive where that stream
-/// started (a restore of a plain tar starts at a member's header), and the member last yielded.
+/// started (a restore of a plain tar starts at a member's header), the central directory of a
+/// zip in a local file, and the member last yielded.
 class OpenArchive {
  public:
   OpenArchive(OpenedFile file, ArchiveFormat format, std::uint64_t base, std::string_view node)
       : path_(file.path()),
         origin_(file.origin()),
         stream_(std::move(file), format == ArchiveFormat::kTar ? ArchiveKind::kTar : ArchiveKind::kZip, node),
-        base_(base) {}
+        base_(base) {
+    if (format == ArchiveFormat::kZip && origin_.starts_with(kLocalOrigin))
+      directory_.emplace(origin_.substr(kLocalOrigin.size()), base, node);
+  }
 
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
   [[nodiscard]] ArchiveStream& stream() noexcept { return stream_; }
-  /// The current member's header offset in the archive's (uncompressed) bytes.
-  [[nodiscard]] std::uint64_t header_offset() const noexcept { return base_ + stream_.header_offset(); }
+
+  /// The next member's header (ArchiveStream::next_member), false after the last one; a zip's
+  /// local header checked against its central directory (a DataError when they disagree).
+  bool next_member(ArchiveMember& member) {
+    checked_header_.reset();
+    if (!stream_.next_member(member)) {
+      if (directory_) directory_->check_end();
+      return false;
+    }
+    if (directory_) checked_header_ = directory_->check_next(base_ + stream_.consumed());
+    return true;
+  }
+
+  /// The current member's header offset in the archive's (uncompressed) bytes; std::nullopt when
+  /// libarchive cannot tell (after a fatal error). A zip's is the central directory's: libarchive's
+  /// lies before it when the last member's data descriptor was not read.
+  [[nodiscard]] std::optional<std::uint64_t> header_offset() const noexcept {
+    if (checked_header_) return checked_header_;
+    const auto offset = stream_.header_offset();
+    if (!offset) return std::nullopt;
+    return base_ + *offset;
+  }
 
   std::uint64_t yielded_header = 0;  // the header offset of the member last yielded
   std::string yielded_name;          // and its name
 
  private:
+  static constexpr std::string_view kLocalOrigin = "file:";
+
   std::string path_;
   std::string origin_;
   ArchiveStream stream_;
   std::uint64_t base_;
+  std::optional<ZipDirectory> directory_;
+  std::optional<std::uint64_t> checked_header_;  // the current member's, checked against directory_
 };
 
 }  // namespace detail
@@ -94,28 +123,27 @@ std::optional<PathBytes> ArchiveLoader::next_impl() {
 }
 
 std::optional<PathBytes> ArchiveLoader::next_member() {
-  auto& stream = open_->stream();
   detail::ArchiveMember member;
-  auto fail = [&](std::string_view reason, const std::string& name, std::uint64_t offset) -> DataError {
+  auto fail = [&](std::string_view reason, const std::string& name, std::optional<std::uint64_t> offset) -> DataError {
     DataError error(label(), {.path = open_->path(), .member = name, .byte_offset = offset}, reason);
     open_.reset();  // nothing after a damaged spot can be trusted
     return error;
   };
   for (;;) {
     try {
-      if (!stream.next_member(member)) {
+      if (!open_->next_member(member)) {
         open_.reset();
         return std::nullopt;
       }
     } catch (const SourceFailure& failure) {
-      throw fail(failure.what(), "", open_->header_offset());
+      throw fail(failure.what(), member.name, open_->header_offset());
     } catch (const DataError&) {
       open_.reset();
       throw;
     }
     if (member.regular) break;
   }
-  const auto header = open_->header_offset();
+  const std::uint64_t header = open_->header_offset().value();  // known after a header read without error
   open_->yielded_header = header;
   open_->yielded_name = member.name;
   if (member.size > options_.max_member_bytes) {  // the archive goes on with the next member
@@ -128,7 +156,7 @@ std::optional<PathBytes> ArchiveLoader::next_member() {
   try {
     std::string_view block;
     std::uint64_t offset = 0;
-    while (stream.read_block(block, offset)) {
+    while (open_->stream().read_block(block, offset)) {
       // A zip member may not say its size before its data: the limit holds as the bytes come.
       if (offset + block.size() > options_.max_member_bytes)
         throw fail(fmt::format("the member has more than max_member_bytes ({})", options_.max_member_bytes),
@@ -167,7 +195,7 @@ void ArchiveLoader::load_state(const StateReader& reader) {
     const std::uint64_t base = compressed ? 0 : header;
     open_ = std::make_unique<detail::OpenArchive>(OpenedFile::reopen(origin, base, label()), format_, base, label());
     detail::ArchiveMember member;
-    while (open_->stream().next_member(member) && open_->header_offset() < header) {
+    while (open_->next_member(member) && open_->header_offset() < header) {
     }
     if (open_->header_offset() != header || member.name != name) {
       open_.reset();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <clocale>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -22,6 +23,7 @@
 #include "support/io_workers.hpp"
 #include "support/loader.hpp"
 #include "support/temp_dir.hpp"
+#include "support/zip_writer.hpp"
 
 namespace {
 
@@ -301,15 +303,16 @@ TEST_CASE("webdataset groups members by key into samples", "[io]") {
 
 namespace {
 
-/// Flips the bits of the byte at `offset` of `path` (from its end when negative).
-void flip_byte(const std::string& path, std::int64_t offset) {
+/// Flips the bits of `count` bytes at `offset` of `path` (from its end when negative).
+void flip_byte(const std::string& path, std::int64_t offset, std::int64_t count = 1) {
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
   const auto size = static_cast<std::int64_t>(fs::file_size(path));
-  const auto at = offset < 0 ? size + offset : offset;
-  file.seekg(at);
-  const char byte = static_cast<char>(file.get());
-  file.seekp(at);
-  file.put(static_cast<char>(~byte));
+  for (auto at = offset < 0 ? size + offset : offset; count > 0; ++at, --count) {
+    file.seekg(at);
+    const char byte = static_cast<char>(file.get());
+    file.seekp(at);
+    file.put(static_cast<char>(~byte));
+  }
 }
 
 /// `size` bytes no compressor shrinks, the same for the same seed.
@@ -474,11 +477,12 @@ TEST_CASE("load_from_zip reports truncated corrupt and oversized members and ski
   CHECK(names == std::vector<std::string>{"a.txt", "c", "g"});  // the member alone is skipped
   CHECK(dynamic_cast<const dpipe::io::ArchiveLoader&>(*skipping.ptr()).skipped() == 1);
 
-  SECTION("a truncated zip") {
+  SECTION("a truncated zip has no central directory") {
     truncate_to(zip, 1500);  // inside the data of a.txt
     CHECK_THAT(data_error_of(members({zip})),
                Catch::Matches("load_from_zip#[0-9]+: '" + zip +
-                              "' member 'a.txt' byte offset 0: ZIP decompression failed \\(-5\\)"));
+                              "': the zip's central directory cannot be read: no end of central directory record "
+                              "\\(the file is truncated or not a zip\\)"));
   }
   SECTION("a flipped byte in a member") {
     flip_byte(zip, 1000);  // inside the data of a.txt: its CRC32 no longer matches
@@ -513,6 +517,155 @@ TEST_CASE("load_from_zip and load_from_tar restore at the saved member's header 
     dpipe::graph::load_state(restored, blob);
     CHECK(dpipe::testing::collect(restored) == std::vector<PathBytes>{{path + "/c", "gamma"}, {path + "/d", "delta"}});
   }
+}
+
+TEST_CASE("load_from_tar reports a damaged member header and loses the rest of that shard only", "[io]") {
+  TempDir dir;
+  const std::string shard = dir / "shard-0.tar";
+  const std::string good = dir / "shard-1.tar";
+  // A WebDataset shard: every member is one 512-byte header and one 512-byte block of data.
+  dpipe::testing::write_archive(
+      shard, "ustar", "none",
+      {{"000.jpg", "j0"}, {"000.cls", "0"}, {"001.jpg", "j1"}, {"001.cls", "1"}, {"002.jpg", "j2"}, {"002.cls", "2"}});
+  dpipe::testing::write_archive(good, "ustar", "none", {{"100.jpg", "j100"}, {"100.cls", "100"}});
+  flip_byte(shard, 2048 + 100, 16);  // the mode, uid and gid of 001.jpg's header: its checksum fails
+  const auto members = [&](dpipe::OnError on_error) {
+    return dpipe::iter::from(std::vector<std::string>{shard, good}) | dpipe::io::open_files() |
+           dpipe::io::load_from_tar({.on_error = on_error});
+  };
+  // libarchive asks to be called again and skips to the next header it can read: 001.jpg vanished.
+  CHECK_THAT(data_error_of(members({})),
+             Catch::Matches("load_from_tar#[0-9]+: '" + shard + "' byte offset 2048: Damaged tar archive"));
+  const auto skipping = members(dpipe::OnError::skip());
+  const auto samples = skipping | dpipe::io::webdataset();
+  std::vector<std::string> keys;
+  for (const auto& sample : dpipe::testing::collect(samples)) {
+    keys.push_back(fs::path(sample.key).filename().string());
+    for (const auto& [suffix, bytes] : sample.fields) keys.back() += suffix;
+  }
+  CHECK(keys == std::vector<std::string>{"000.jpg.cls", "100.jpg.cls"});
+  CHECK(dynamic_cast<const dpipe::io::ArchiveLoader&>(*skipping.ptr()).skipped() == 1);
+}
+
+TEST_CASE("archive errors give the header offset where libarchive knows it and omit it where it does not", "[io]") {
+  TempDir dir;
+  const std::string cut = dir / "cut.tar";
+  dpipe::testing::write_archive(cut, "ustar", "none", {{"one", "1"}, {"two", "2"}, {"three", "3"}});
+  truncate_to(cut, 2048 + 100);  // inside the header of "three": libarchive's reader stops there for good
+  const auto message = data_error_of(dpipe::iter::from(std::vector<std::string>{cut}) | dpipe::io::open_files() |
+                                     dpipe::io::load_from_tar());
+  CHECK_THAT(message, Catch::Matches("load_from_tar#[0-9]+: '" + cut + "': Truncated tar archive"));
+  CHECK(message.find("18446744073709551") == std::string::npos);  // ARCHIVE_FATAL as an unsigned offset
+}
+
+TEST_CASE("load_from_zip gives UTF-8 member names in a program that never called setlocale", "[io]") {
+  REQUIRE(std::string(std::setlocale(LC_ALL, nullptr)) == "C");
+  TempDir dir;
+  const std::string name = "unicod\xc3\xa9/\xe5\x90\x8d\xe5\x89\x8d.txt";  // unicodé/名前.txt
+  const std::string zip = dir.write("names.zip", dpipe::testing::stored_zip({{name, "hello"}, {"plain.txt", "p"}}));
+  const auto members = [](const std::string& path) {
+    return dpipe::iter::from(std::vector<std::string>{path}) | dpipe::io::open_files() | dpipe::io::load_from_zip();
+  };
+  CHECK(dpipe::testing::collect(members(zip)) ==
+        std::vector<PathBytes>{{zip + "/" + name, "hello"}, {zip + "/plain.txt", "p"}});
+  CHECK(::uselocale(locale_t{}) == LC_GLOBAL_LOCALE);  // the thread's locale is the program's again
+
+  SECTION("a name that cannot be read or is empty is a DataError") {
+    const std::string bad = dir.write("bad.zip", dpipe::testing::stored_zip({{"a.txt", "a"}, {"b\xff.txt", "b"}}));
+    CHECK_THAT(data_error_of(members(bad)),
+               Catch::Matches("load_from_zip#[0-9]+: '" + bad +
+                              "' byte offset 36: the member's name cannot be read: Pathname cannot be converted "
+                              "from UTF-8 to current locale."));
+    const std::string empty = dir.write("empty.zip", dpipe::testing::stored_zip({{"", "nameless"}}));
+    CHECK_THAT(data_error_of(members(empty)),
+               Catch::Matches("load_from_zip#[0-9]+: '" + empty + "' byte offset 0: the member has no name"));
+  }
+}
+
+TEST_CASE("load_from_zip checks each local header of a local zip against its central directory", "[io]") {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> entries{{"00018.txt", "text 18"},
+                                                                 {"00018.cls", "18"},
+                                                                 {"00020.txt", "text 20"},
+                                                                 {"00021.txt", "t21"},
+                                                                 {"00022.txt", "22"}};
+  const std::string bytes = dpipe::testing::stored_zip(entries);
+  const auto members = [](std::vector<std::string> paths, dpipe::OnError on_error = {}) {
+    return dpipe::iter::from(std::move(paths)) | dpipe::io::open_files() |
+           dpipe::io::load_from_zip({.on_error = on_error});
+  };
+  const std::string good = dir.write("good.zip", bytes);
+  CHECK(dpipe::testing::collect(members({good})).size() == entries.size());
+  // A mutant: `name`'s local header (the first place its name is written) changed by `change`.
+  const auto mutant = [&](const std::string& file, const std::string& name, const auto& change) {
+    std::string changed = bytes;
+    const auto header = changed.find(name) - 30;
+    change(changed, header);
+    return std::pair{dir.write(file, changed), header};
+  };
+  const auto rename = [](const std::string& to) {
+    return [to](std::string& zip, std::size_t header) { zip.replace(header + 30, to.size(), to); };
+  };
+
+  const auto [renamed, renamed_at] = mutant("renamed.zip", "00018.cls", rename("00018.sls"));
+  CHECK_THAT(data_error_of(members({renamed})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + renamed + "' member '00018.cls' byte offset " +
+                            std::to_string(renamed_at) + ": its local header names it '00018.sls'"));
+  const auto [duplicate, duplicate_at] = mutant("duplicate.zip", "00022.txt", rename("00020.txt"));
+  CHECK_THAT(data_error_of(members({duplicate})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + duplicate + "' member '00022.txt' byte offset " +
+                            std::to_string(duplicate_at) + ": its local header names it '00020.txt'"));
+  const auto [resized, resized_at] =
+      mutant("resized.zip", "00021.txt", [](std::string& zip, std::size_t header) { zip[header + 22] = '\4'; });
+  CHECK_THAT(data_error_of(members({resized})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + resized + "' member '00021.txt' byte offset " +
+                            std::to_string(resized_at) + ": its local header gives 4 bytes, the central directory 3"));
+  // libarchive's streaming reader looks for the next local header's signature past a broken one.
+  const auto [unsigned_header, unsigned_at] =
+      mutant("unsigned.zip", "00020.txt", [](std::string& zip, std::size_t header) { zip[header + 2] = 'X'; });
+  CHECK_THAT(
+      data_error_of(members({unsigned_header})),
+      Catch::Matches("load_from_zip#[0-9]+: '" + unsigned_header + "' member '00020.txt' byte offset " +
+                     std::to_string(unsigned_at) + ": no local header where the central directory puts this member"));
+  const std::string cut = dir.write("cut.zip", bytes.substr(0, bytes.size() - 10));
+  CHECK_THAT(data_error_of(members({cut})),
+             Catch::Matches("load_from_zip#[0-9]+: '" + cut +
+                            "': the zip's central directory cannot be read: no end of central directory record "
+                            "\\(the file is truncated or not a zip\\)"));
+
+  SECTION("with OnError::skip a mismatch loses the rest of its zip") {
+    const auto skipping = members({renamed, good}, dpipe::OnError::skip());
+    std::vector<std::string> names;
+    for (auto& [path, member] : dpipe::testing::collect(skipping)) names.push_back(fs::path(path).filename().string());
+    CHECK(names ==
+          std::vector<std::string>{"00018.txt", "00018.txt", "00018.cls", "00020.txt", "00021.txt", "00022.txt"});
+    CHECK(dynamic_cast<const dpipe::io::ArchiveLoader&>(*skipping.ptr()).skipped() == 1);
+  }
+}
+
+TEST_CASE("load_from_zip reads zip64 zips with their central directory checked", "[io]") {
+  TempDir dir;
+  const std::string ours = dir.write("ours.zip", dpipe::testing::stored_zip({{"a", "alpha"}, {"b", "beta"}}, true));
+  const std::string libarchives = dir / "libarchives.zip";  // a zip64 end record; sizes after the data
+  dpipe::testing::write_archive(libarchives, "zip", "none", {{"c", noise(3000, 4)}, {"d", "delta"}}, "zip:zip64");
+  dpipe::testing::check_battery(
+      [&] {
+        return dpipe::iter::from(std::vector<std::string>{ours, libarchives}) | dpipe::io::open_files() |
+               dpipe::io::load_from_zip();
+      },
+      std::vector<PathBytes>{{ours + "/a", "alpha"},
+                             {ours + "/b", "beta"},
+                             {libarchives + "/c", noise(3000, 4)},
+                             {libarchives + "/d", "delta"}},
+      std::nullopt);
+  std::string renamed = dpipe::testing::stored_zip({{"a", "alpha"}, {"b", "beta"}}, true);
+  const auto b_header = renamed.find("PK\3\4", 1);
+  renamed[b_header + 30] = 'x';
+  const std::string mutant = dir.write("renamed.zip", renamed);
+  CHECK_THAT(data_error_of(dpipe::iter::from(std::vector<std::string>{mutant}) | dpipe::io::open_files() |
+                           dpipe::io::load_from_zip()),
+             Catch::Matches("load_from_zip#[0-9]+: '" + mutant + "' member 'b' byte offset " +
+                            std::to_string(b_header) + ": its local header names it 'x'"));
 }
 
 TEST_CASE("Worker processes and threads read sharded archives and compressed files and restore mid-epoch",

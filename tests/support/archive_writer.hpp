@@ -23,11 +23,13 @@ inline void check_written(archive* out, la_ssize_t status, la_ssize_t expected =
 using ArchiveEntry = std::pair<std::string, std::string>;
 
 /// Writes `entries` to `path` in libarchive's `format` ("ustar", "gnutar", "pax", "zip") through
-/// `filter` ("none", "gzip", "bzip2", "xz", "lzma", "zstd").
+/// `filter` ("none", "gzip", "bzip2", "xz", "lzma", "zstd"), with libarchive's writer `options`
+/// ("zip:zip64") when given.
 inline void write_archive(const std::string& path, const std::string& format, const std::string& filter,
-                          const std::vector<ArchiveEntry>& entries) {
+                          const std::vector<ArchiveEntry>& entries, const std::string& options = "") {
   archive* out = archive_write_new();
   check_written(out, archive_write_set_format_by_name(out, format.c_str()));
+  if (!options.empty()) check_written(out, archive_write_set_options(out, options.c_str()));
   if (filter != "none") check_written(out, archive_write_add_filter_by_name(out, filter.c_str()));
   check_written(out, archive_write_open_filename(out, path.c_str()));
   for (const auto& [name, bytes] : entries) {

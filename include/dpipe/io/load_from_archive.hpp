@@ -39,11 +39,14 @@ struct ArchiveOptions {
 /// The archive formats ArchiveLoader reads.
 enum class ArchiveFormat {
   kTar,  ///< plain, or compressed with gzip, bz2, xz, lzma or zstd (told from its bytes)
-  kZip,  ///< read front to back, stored or deflated members
+  kZip,  ///< read front to back, stored or deflated members; a local file's central directory is
+         ///< checked against each local header
 };
 
 /// Yields the regular files of each archive its source opens, in archive order; directories and
-/// links are passed over. Errors name the archive, the member and the offset of its header.
+/// links are passed over. Member names are UTF-8 whatever the program's locale. Every warning
+/// libarchive gives on a header is a DataError, as is a name that cannot be read or is empty.
+/// Errors name the archive, the member and the offset of its header (when libarchive knows it).
 /// Thread-safety: one iterating thread.
 class ArchiveLoader final : public IterDataPipe<PathBytes> {
  public:
