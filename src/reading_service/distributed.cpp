@@ -18,9 +18,11 @@
 #include <dpipe/global/global_epoch.hpp>
 #include <dpipe/global/sampled.hpp>
 #include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/pipeline_record.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/reading_service/distributed.hpp>
 
+#include "core/fnv.hpp"
 #include "reading_service/distributed/rank_group.hpp"
 
 namespace dpipe {
@@ -37,6 +39,18 @@ std::string next_loader_prefix(const std::string& name, const LaunchEnvironment&
   static std::map<std::tuple<std::string, std::size_t, std::size_t>, std::uint64_t> started;
   const std::lock_guard lock(mutex);
   return fmt::format("{}/{}/", name, started[{name, environment.rank, environment.world_size}]++);
+}
+
+/// What the ranks compare at their first round, but the epoch: fingerprints of `graph` (before
+/// sharding: its nodes, types and settings) and of the options that every rank must share.
+detail::dist::RunIdentity identify(const DataPipePtr& graph, const DistributedOptions& options) {
+  detail::Fnv1a service;
+  service.add(std::uint64_t{options.fullsync_block});
+  service.add(static_cast<std::uint64_t>(options.timeout.count()));
+  return {.epoch = 0,
+          .restored = false,
+          .pipeline = fmt::format("{:016x}", detail::fnv1a(to_bytes(graph::record_pipeline(graph)))),
+          .service = fmt::format("{:016x}", service.value())};
 }
 
 }  // namespace
@@ -65,7 +79,8 @@ DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
   if (root_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() was already called");
   const LaunchEnvironment environment = detect();
   group_ = std::make_shared<detail::dist::RankGroup>(
-      environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment));
+      environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment),
+      identify(graph, options_));
   graph::apply_sharding(graph, environment.world_size, environment.rank, ShardingPriority::kDistributed);
   // A global order's end yields the same number of steps on every rank: no fullsync rounds.
   if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr &&
@@ -129,6 +144,7 @@ DataPipePtr DistributedReadingService::restore(DataPipePtr graph, const StateRea
   }
   graph = initialize(std::move(graph));
   epochs_ = epochs;
+  group_->restored(epochs);
   return graph;
 }
 

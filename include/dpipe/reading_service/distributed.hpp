@@ -22,7 +22,12 @@
 ///
 /// A world of one opens no socket. A failure on one rank (an exception in its pipeline, its
 /// process dying, its loader shutting down, a rank that never arrives) makes every other rank's
-/// loader raise RendezvousError naming that rank and why, within `timeout`. Checkpoints record
+/// loader raise RendezvousError naming that rank and why, within `timeout`; a rank whose process
+/// dies is named at the next element the others hand out, whatever the fullsync block. At their
+/// first round the ranks compare what they run (the epoch, restored or fresh, fingerprints of the
+/// pipeline and of these options): a disagreement is a RendezvousError on every rank at once,
+/// naming both sides. While a rank waits for the others, a warning naming the ranks not yet
+/// arrived is logged every `stall_warning`. Checkpoints record
 /// the rank and the world size; a checkpoint restores only on the same rank of the same world
 /// size (StateError naming both otherwise).
 ///
@@ -69,6 +74,10 @@ struct DistributedOptions {
   /// request per rank per `fullsync_block` elements, and a rank holds at most two blocks (it
   /// agrees a round ahead). Lower it for large elements (batches of images).
   std::size_t fullsync_block = 1024;
+  /// While a rank waits for the others (for rank 0's store to come up, in a seed or fullsync
+  /// round), a warning naming the ranks not yet arrived is logged every `stall_warning`; zero:
+  /// never. (dpipe's TcpStore only: a trainer's own store waits silently.)
+  std::chrono::milliseconds stall_warning{30000};
 };
 
 class DistributedReadingService final
