@@ -672,7 +672,8 @@ TEST_CASE("TcpStore: a wait logs who is missing every stall_warning", "[distribu
     options.stall_warning = 100ms;
     TcpStore rank0(options);
     std::thread late([&] {
-      warned.get_future().wait();  // rank 0 logged that rank 1 is missing: now it comes
+      // Rank 0 logged that rank 1 is missing: now it comes (the bound only guards against a hang).
+      (void)warned.get_future().wait_for(std::chrono::seconds(60));
       TcpStore rank1(rank_options(rank0.port(), 1));
       (void)rank1.all_gather("loader0/seed/0", 1, 2, bytes("b"));
     });
