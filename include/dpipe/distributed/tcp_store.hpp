@@ -44,8 +44,9 @@ struct TcpStoreOptions {
   /// every round of the store): the rounds under that prefix that still wait for this rank then
   /// fail at once, naming it, when its connection closes (its process died) or it calls leave(),
   /// instead of running into their timeout. Unset: the client is nobody in particular. A rank
-  /// other than 0 connects once rank 0 of the same member greeted the server (or while no rank 0
-  /// did): until then it waits, as for a server that is not up, within the timeout. So a rank 0
+  /// other than 0 connects once rank 0 of the same member greeted the server (or, when it says no
+  /// world_size, while no rank 0 did): until then it waits, as for a server that is not up,
+  /// within the timeout. So a rank 0
   /// of your own with other ranks that set `rank` sets `rank = 0` and the same member too.
   std::optional<std::size_t> rank;
   std::string member;
