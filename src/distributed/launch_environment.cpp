@@ -190,6 +190,20 @@ LaunchEnvironment detect_launch_environment(const std::map<std::string, std::str
     }
     if (const auto local = environment.number(found->local_rank)) result.local_rank = static_cast<std::size_t>(*local);
     if (const std::string* job = environment.find(found->job_id)) result.job_id = *job;
+  } else if (!options.rank) {
+    // A launcher's world size or local rank without its rank (a variable lost on the way): each
+    // process would run alone on the whole data set. Slurm is no such case: a program run from the
+    // batch script itself sees the allocation's SLURM_NTASKS and is one process.
+    for (const auto& candidate : kLaunchers) {
+      if (candidate.launcher == Launcher::kSlurm) continue;
+      if (environment.find(candidate.world_size) == nullptr && environment.find(candidate.local_rank) == nullptr) {
+        continue;
+      }
+      result.launcher = candidate.launcher;
+      if (const auto size = environment.number(candidate.world_size)) result.world_size = *size;
+      missing.emplace_back(candidate.rank);
+      break;
+    }
   }
   if (options.rank) result.rank = *options.rank;
   if (options.world_size) result.world_size = *options.world_size;

@@ -7,12 +7,18 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
+#include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/core/logging.hpp>
 #include <dpipe/distributed/tcp_store.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
@@ -29,6 +35,8 @@ using Clock = std::chrono::steady_clock;
 struct TcpStore::Impl {
   explicit Impl(TcpStoreOptions store_options) : options(std::move(store_options)) {}
 
+  class Watch;
+
   /// Connects and shakes hands, retrying with backoff while no server is up (or one is closing
   /// on purpose) until `deadline`; after a server closed on purpose, posts again to the next one
   /// what it took with it (post_again). Throws RendezvousError for a refusal, or when the
@@ -38,13 +46,18 @@ struct TcpStore::Impl {
     std::string failure = closing.empty() ? "no answer" : closing;
     const std::string where = fmt::format("{}:{}", options.host, port);
     std::chrono::milliseconds backoff(10);
+    const auto start = Clock::now();
+    auto next_warning = start + options.stall_warning;
     while (true) {
       if (auto refused = attempt(deadline, failure)) {
         DPIPE_THROW(RendezvousError, "TcpStore: {} ({})", *refused, where);
       }
       if (connected) {
         // A successor of a server that closed on purpose first gets what that one took with it.
-        if (closing.empty() || post_again(deadline)) return;
+        if (closing.empty() || post_again(deadline)) {
+          watch_departures(deadline);
+          return;
+        }
         failure = closing;  // it closes too
       }
       close();
@@ -52,6 +65,13 @@ struct TcpStore::Impl {
       if (now >= deadline) {
         DPIPE_THROW(RendezvousError, "TcpStore: cannot reach the store at {} within {} ms ({})", where,
                     options.timeout.count(), failure);
+      }
+      if (options.stall_warning.count() > 0 && now >= next_warning) {
+        next_warning = now + options.stall_warning;
+        log_warning(
+            "TcpStore: no store at {} after {:.1f} s ({}): rank 0 serves it; still trying (up to the timeout "
+            "of {} ms)",
+            where, std::chrono::duration<double>(now - start).count(), failure, options.timeout.count());
       }
       std::this_thread::sleep_for(
           std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)));
@@ -78,7 +98,9 @@ struct TcpStore::Impl {
       return std::nullopt;
     }
     detail::store::Hello hello{kProtocolVersion, options.token, std::nullopt};
-    if (options.rank) hello.member = detail::store::Member{options.member, *options.rank};
+    if (options.rank) {
+      hello.member = detail::store::Member{options.member, *options.rank, options.world_size, options.fingerprint};
+    }
     Reply welcome;
     try {
       welcome = exchange(detail::store::encode(hello), deadline, "the handshake");
@@ -111,7 +133,12 @@ struct TcpStore::Impl {
     const std::string what = detail::store::describe(request);
     while (true) {
       if (!connected) connect(deadline);
-      const Reply reply = exchange(detail::store::encode(request), deadline, what);
+      Reply reply = exchange(detail::store::encode(request), deadline, what);
+      while (!reply.ok && reply.failure == detail::store::Failure::kStalled) {
+        log_warning("TcpStore: {}: {}; still waiting (up to the timeout of {} ms)", what, reply.error,
+                    options.timeout.count());
+        reply = receive(deadline, what);
+      }
       if (reply.ok) return reply.body;
       if (reply.failure == detail::store::Failure::kClosing) {
         closed_on_purpose(reply);
@@ -151,6 +178,7 @@ struct TcpStore::Impl {
     switch (reply.failure) {
       case detail::store::Failure::kRendezvous:
       case detail::store::Failure::kClosing:
+      case detail::store::Failure::kStalled:  // only a collection hears it, and waits on
         DPIPE_THROW(RendezvousError, "TcpStore: {}: {}", what, reply.error);
       case detail::store::Failure::kTimeout:
         DPIPE_THROW(TimeoutError, "TcpStore: {}: {}", what, reply.error);
@@ -162,13 +190,23 @@ struct TcpStore::Impl {
 
   /// Writes one framed message and reads the framed reply, by `deadline`.
   Reply exchange(const std::vector<std::byte>& message, Clock::time_point deadline, const std::string& what) {
+    send(message, deadline, what);
+    return receive(deadline, what);
+  }
+
+  /// Writes one framed message by `deadline`.
+  void send(const std::vector<std::byte>& message, Clock::time_point deadline, const std::string& what) {
     const auto framed = detail::store::frame(message);
     asio::error_code result = asio::error::would_block;
     asio::async_write(socket, asio::buffer(framed),
                       [&](const asio::error_code& error, std::size_t) { result = error; });
     finish(result, deadline, what);
+  }
+
+  /// Reads one framed reply by `deadline`.
+  Reply receive(Clock::time_point deadline, const std::string& what) {
     std::array<std::byte, 4> header{};
-    result = asio::error::would_block;
+    asio::error_code result = asio::error::would_block;
     asio::async_read(socket, asio::buffer(header), [&](const asio::error_code& error, std::size_t) { result = error; });
     finish(result, deadline, what);
     std::uint32_t size = 0;
@@ -222,6 +260,10 @@ struct TcpStore::Impl {
     connected = false;
   }
 
+  /// With a rank and on_departure: watches the server just connected for departures, unless a
+  /// watch of it runs already.
+  void watch_departures(Clock::time_point deadline);
+
   TcpStoreOptions options;
   /// The exchanges that posted without collecting since this client's last collection: a server
   /// that closes on purpose takes them with it, so they are posted to the next one. (A collection
@@ -236,7 +278,101 @@ struct TcpStore::Impl {
   asio::io_context io;
   asio::ip::tcp::socket socket{io};
   bool connected = false;
+  std::unique_ptr<Watch> watch;  // of the server connected, once it started
 };
+
+/// A second connection of a rank's client, on which it asks the server (op kWatch) to be told when
+/// another rank of its member is gone without leaving; a thread of its own waits for that answer
+/// and hands it to on_departure. The server closing on purpose is no news: the client watches its
+/// successor. The connection closing without a word is: the process serving the store died.
+class TcpStore::Impl::Watch {
+ public:
+  /// Connects (as nobody) and asks; throws as TcpStore's calls do when it cannot by `deadline`.
+  Watch(const TcpStoreOptions& options, std::uint16_t port, Clock::time_point deadline) {
+    TcpStoreOptions nobody = options;
+    nobody.rank.reset();
+    nobody.on_departure = nullptr;
+    nobody.stall_warning = std::chrono::milliseconds(0);
+    Impl client(std::move(nobody));
+    client.port = port;
+    client.connect(deadline);
+    Request request;
+    request.op = Op::kWatch;
+    request.key = options.member;
+    request.rank = *options.rank;
+    client.send(detail::store::encode(request), deadline, detail::store::describe(request));
+    // The thread reads with plain blocking calls on a descriptor of its own; the destructor ends
+    // it by shutting that descriptor down, which it closes only once the thread is joined.
+    fd_ = ::dup(client.socket.native_handle());
+    if (fd_ < 0) DPIPE_THROW(RendezvousError, "TcpStore: cannot watch the store: dup: {}", std::strerror(errno));
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    thread_ =
+        std::thread([this, notice = options.on_departure, limit = options.max_message_bytes] { wait(notice, limit); });
+  }
+  ~Watch() {
+    stopping_.store(true);
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+  /// The server closed on purpose (or the watch ended otherwise): the next server needs a watch.
+  [[nodiscard]] bool ended() const noexcept { return ended_.load(); }
+
+ private:
+  void wait(const std::function<void(const std::string&)>& notice, std::size_t limit) {
+    std::array<std::byte, 4> header{};
+    std::uint32_t size = 0;
+    std::vector<std::byte> body;
+    std::optional<Reply> reply;
+    if (read_all(header)) {
+      std::memcpy(&size, header.data(), sizeof(size));
+      body.resize(std::min<std::size_t>(size, limit));
+      if (size <= limit && read_all(body)) {
+        try {
+          reply = detail::store::decode_reply(body);
+        } catch (const SerializationError&) {
+          // Not a dpipe store: nothing to report about the ranks.
+        }
+      }
+    }
+    if (!stopping_.load()) {
+      if (!reply) {
+        notice(
+            "rank 0 is gone: the store it served closed the connection without a word (its process ended or was "
+            "killed)");
+      } else if (!reply->ok && reply->failure == detail::store::Failure::kRendezvous) {
+        notice(reply->error);
+      }
+    }
+    ended_.store(true);
+  }
+
+  /// Reads `bytes` whole; false at the end of the stream or an error.
+  bool read_all(std::span<std::byte> bytes) const {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const auto got = ::recv(fd_, bytes.data() + done, bytes.size() - done, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      done += static_cast<std::size_t>(got);
+    }
+    return true;
+  }
+
+  int fd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> ended_{false};
+  std::thread thread_;
+};
+
+void TcpStore::Impl::watch_departures(Clock::time_point deadline) {
+  if (!options.rank || !options.on_departure || (watch && !watch->ended())) return;
+  watch.reset();
+  watch = std::make_unique<Watch>(options, port, deadline);
+}
 
 namespace {
 
@@ -266,6 +402,7 @@ TcpStore::TcpStore(TcpStoreOptions options) : impl_(std::make_unique<Impl>(std::
 }
 
 TcpStore::~TcpStore() {
+  impl_->watch.reset();
   impl_->close();
   impl_->server.reset();
 }
@@ -333,6 +470,7 @@ std::vector<std::vector<std::byte>> TcpStore::exchange(const std::string& post, 
   request.rank = rank;
   request.world_size = world_size;
   request.timeout_ms = static_cast<std::uint64_t>(impl_->options.timeout.count());
+  request.stall_warning_ms = static_cast<std::uint64_t>(impl_->options.stall_warning.count());
   const auto body = impl_->call(request, kGrace);
   if (collect.empty()) {
     if (!post.empty()) impl_->uncollected_posts.push_back(std::move(request));
@@ -348,6 +486,7 @@ std::vector<std::vector<std::byte>> TcpStore::exchange(const std::string& post, 
 }
 
 void TcpStore::leave() noexcept {
+  impl_->watch.reset();  // its own leaving, or rank 0's store closing after it, is no news
   try {
     if (impl_->connected) impl_->call(request_for(Op::kLeave));
   } catch (const std::exception&) {

@@ -58,7 +58,7 @@ RankStates rank_states(const std::filesystem::path& path, std::size_t world_size
 void LoaderCore::save_job_checkpoint(const std::filesystem::path& path, std::span<const std::byte> state) {
   const auto write = [&path](const RankStates& states) { save_checkpoint_file(path, job_blob(states)); };
   if (auto* distributed = find_distributed_service(service_.get())) {
-    distributed->gather_states(state, write);
+    distributed->gather_states(before_service_, state, write);
   } else {
     write(RankStates{std::vector<std::byte>(state.begin(), state.end())});
   }
@@ -70,7 +70,7 @@ void LoaderCore::load_job_checkpoint(const std::filesystem::path& path, const Re
   auto service = fresh_service_ ? fresh_service_->clone() : nullptr;
   const auto read = [&path](std::size_t world_size) { return rank_states(path, world_size); };
   auto* distributed = find_distributed_service(service.get());
-  const auto state = distributed != nullptr ? distributed->scatter_states(read) : read(1).at(0);
+  const auto state = distributed != nullptr ? distributed->scatter_states(before_service_, read) : read(1).at(0);
   restore(state, options, adopt_read_ahead, std::move(service));
 }
 

@@ -19,11 +19,13 @@
 #include <dpipe/global/global_epoch.hpp>
 #include <dpipe/global/sampled.hpp>
 #include <dpipe/graph/graph.hpp>
+#include <dpipe/graph/pipeline_record.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/reading_service/distributed.hpp>
 #include <dpipe/reading_service/sequential.hpp>
 #include <dpipe/serialization/serializer.hpp>
 
+#include "core/fnv.hpp"
 #include "reading_service/distributed/rank_group.hpp"
 
 namespace dpipe {
@@ -42,6 +44,18 @@ std::string next_loader_prefix(const std::string& name, const LaunchEnvironment&
   return fmt::format("{}/{}/", name, started[{name, environment.rank, environment.world_size}]++);
 }
 
+/// What the ranks compare at their first round, but the epoch: fingerprints of `graph` (before
+/// sharding: its nodes, types and settings) and of the options that every rank must share.
+detail::dist::RunIdentity identify(const DataPipePtr& graph, const DistributedOptions& options) {
+  detail::Fnv1a service;
+  service.add(std::uint64_t{options.fullsync_block});
+  service.add(static_cast<std::uint64_t>(options.timeout.count()));
+  return {.epoch = 0,
+          .restored = false,
+          .pipeline = fmt::format("{:016x}", detail::fnv1a(to_bytes(graph::record_pipeline(graph)))),
+          .service = fmt::format("{:016x}", service.value())};
+}
+
 }  // namespace
 
 DistributedReadingService::DistributedReadingService(DistributedOptions options) : options_(std::move(options)) {
@@ -57,11 +71,12 @@ DistributedReadingService::DistributedReadingService(const DistributedReadingSer
 
 DistributedReadingService::~DistributedReadingService() { finalize(); }
 
-detail::dist::RankGroup& DistributedReadingService::meet() {
+detail::dist::RankGroup& DistributedReadingService::meet(const DataPipePtr& graph) {
   if (!group_) {
     const LaunchEnvironment environment = detect();
     group_ = std::make_shared<detail::dist::RankGroup>(
-        environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment));
+        environment, options_, next_loader_prefix(options_.name.empty() ? "loader" : options_.name, environment),
+        identify(graph, options_));
   }
   return *group_;
 }
@@ -75,7 +90,7 @@ LaunchEnvironment DistributedReadingService::detect() const {
 
 DataPipePtr DistributedReadingService::initialize(DataPipePtr graph) {
   if (root_) DPIPE_THROW(UsageError, "DistributedReadingService: initialize() was already called");
-  const LaunchEnvironment environment = meet().environment();
+  const LaunchEnvironment environment = meet(graph).environment();
   graph::apply_sharding(graph, environment.world_size, environment.rank, ShardingPriority::kDistributed);
   // A global order's end yields the same number of steps on every rank: no fullsync rounds.
   if (dynamic_cast<RankSyncDataPipe*>(graph.get()) == nullptr &&
@@ -147,6 +162,7 @@ DataPipePtr DistributedReadingService::restore(DataPipePtr graph, const StateRea
   }
   graph = initialize(std::move(graph));
   epochs_ = epochs;
+  group_->restored(epochs);
   return graph;
 }
 
@@ -176,9 +192,9 @@ void raise_outcome(const std::vector<std::vector<std::byte>>& outcomes, const st
 
 }  // namespace
 
-void DistributedReadingService::gather_states(std::span<const std::byte> state,
+void DistributedReadingService::gather_states(const DataPipePtr& graph, std::span<const std::byte> state,
                                               const std::function<void(const RankStates&)>& write) {
-  auto& group = meet();
+  auto& group = meet(graph);
   const LaunchEnvironment& environment = group.environment();
   if (environment.world_size == 1) {
     write(RankStates{std::vector<std::byte>(state.begin(), state.end())});
@@ -208,10 +224,11 @@ void DistributedReadingService::gather_states(std::span<const std::byte> state,
 }
 
 std::vector<std::byte> DistributedReadingService::scatter_states(
-    const std::function<RankStates(std::size_t world_size)>& read) {
-  auto& group = meet();
+    const DataPipePtr& graph, const std::function<RankStates(std::size_t world_size)>& read) {
+  auto& group = meet(graph);
   const LaunchEnvironment& environment = group.environment();
   if (environment.world_size == 1) return read(1).at(0);
+  group.restored(0);  // the ranks meet as restored ones: a fresh rank beside them is refused at once
   const std::string what = "restoring the job's checkpoint";
   const std::string round = "job_restore";  // a loader restores once, before its first round
   std::vector<std::byte> own;

@@ -6,16 +6,20 @@
 //
 // dpipe_rank_program <pipeline> [--seed S] [--epochs E] [--workers N] [--threads] [--timeout-ms T]
 //   [--block B] [--stop-after K] [--save-after K FILE] [--load FILE] [--fail-after K]
-//   [--kill-after K] [--second-loader] [--slow-ms M] [--job-checkpoint] [--print-length]
+//   [--kill-after K] [--second-loader] [--slow-ms M] [--slow-after K] [--report-received]
+//   [--job-checkpoint] [--print-length]
 // Pipelines: "sharded" range(23).sharding_filter(); "shuffled" range(23).shuffle().sharding_filter();
 // "shuffled4" shuffled + shuffle(4); "large" range(41).shuffle().sharding_filter(); "large4" large +
-// shuffle(4); "plain41" range(41).sharding_filter(); "long" range(10000).shuffle().sharding_filter().
+// shuffle(4); "plain41" range(41).sharding_filter(); "long" range(10000).shuffle().sharding_filter();
+// "huge" range(400000).sharding_filter().
 // --fail-after K: the pipeline of this rank throws on its K-th element (0-based) when the
 // environment variable DPIPE_TEST_FAIL_RANK names this rank; --kill-after K: this rank SIGKILLs
 // itself after receiving K elements when DPIPE_TEST_KILL_RANK names it. In FILE, "{rank}" stands
 // for this rank and "{peer}" for the next one. --second-loader: a second loader of the same
 // pipeline (seed S + 1) is read in turn with the first, and printed on its own lines. --slow-ms M:
-// the rank named by DPIPE_TEST_SLOW_RANK takes M ms per element (a slow training step).
+// the rank named by DPIPE_TEST_SLOW_RANK takes M ms per element (a slow training step), from its
+// K-th element on with --slow-after K. --report-received: a failure first prints "received N", the
+// elements received before it. With DPIPE_TEST_LOAD_RANK set, only the rank it names loads FILE.
 // --job-checkpoint: --save-after and --load use the job's one checkpoint file
 // (DataLoader2::save_job_checkpoint / load_job_checkpoint) instead of a file per rank.
 // --print-length: prints "length N" (DataLoader2::epoch_length(), "unknown" when unknown) first.
@@ -54,7 +58,12 @@ struct Arguments {
   std::chrono::milliseconds slow{0};
   bool job_checkpoint = false;
   bool print_length = false;
+  std::size_t slow_after = 0;
+  bool report_received = false;
 };
+
+/// Elements received so far, for --report-received.
+std::size_t received = 0;
 
 Arguments parse(int argc, char** argv) {
   Arguments arguments;
@@ -97,6 +106,10 @@ Arguments parse(int argc, char** argv) {
       arguments.print_length = true;
     } else if (flag == "--slow-ms") {
       arguments.slow = std::chrono::milliseconds(std::stoll(value()));
+    } else if (flag == "--slow-after") {
+      arguments.slow_after = std::stoul(value());
+    } else if (flag == "--report-received") {
+      arguments.report_received = true;
     } else {
       throw std::invalid_argument("unknown flag " + flag);
     }
@@ -129,6 +142,8 @@ dpipe::IterPipe<std::int64_t> make_pipeline(const Arguments& arguments, std::siz
     pipe = dpipe::iter::from(range(41)).sharding_filter();
   } else if (name == "long") {
     pipe = dpipe::iter::from(range(10000)).shuffle().sharding_filter();
+  } else if (name == "huge") {
+    pipe = dpipe::iter::from(range(400000)).sharding_filter();
   } else {
     throw std::invalid_argument("unknown pipeline " + name);
   }
@@ -213,9 +228,11 @@ int run(const Arguments& arguments) {
     const auto length = loader.epoch_length();
     std::printf("length %s\n", length ? std::to_string(*length).c_str() : "unknown");
   }
+  const bool loads =
+      std::getenv("DPIPE_TEST_LOAD_RANK") == nullptr || names_this_rank("DPIPE_TEST_LOAD_RANK", environment.rank);
   if (arguments.job_checkpoint && !arguments.load_file.empty()) {
     loader.load_job_checkpoint(arguments.load_file);
-  } else if (!arguments.load_file.empty()) {
+  } else if (!arguments.load_file.empty() && loads) {
     loader.load_state_dict(dpipe::load_checkpoint_file(file_for(arguments.load_file, environment)));
   }
   if (arguments.save_after == 0) {
@@ -225,13 +242,12 @@ int run(const Arguments& arguments) {
   }
   const bool kills = arguments.kill_after && names_this_rank("DPIPE_TEST_KILL_RANK", environment.rank);
   const bool slow = names_this_rank("DPIPE_TEST_SLOW_RANK", environment.rank);
-  std::size_t received = 0;
   for (std::size_t epoch = 0; epoch < arguments.epochs; ++epoch) {
     std::string line = "epoch " + std::to_string(epoch) + ":";
     for (const std::int64_t x : loader) {
       line += " " + std::to_string(x);
       ++received;
-      if (slow) std::this_thread::sleep_for(arguments.slow);  // the training step
+      if (slow && received > arguments.slow_after) std::this_thread::sleep_for(arguments.slow);  // the training step
       if (kills && received == *arguments.kill_after) {
         std::fflush(stdout);
         std::raise(SIGKILL);
@@ -255,11 +271,15 @@ int run(const Arguments& arguments) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Arguments arguments;
   try {
-    return run(parse(argc, argv));
+    arguments = parse(argc, argv);
+    return run(arguments);
   } catch (const dpipe::Error& error) {
+    if (arguments.report_received) std::printf("received %zu\n", received);
     std::printf("error %s: %s\n", dpipe::detail::demangle(typeid(error).name()).c_str(), error.what());
   } catch (const std::exception& error) {
+    if (arguments.report_received) std::printf("received %zu\n", received);
     std::printf("error %s: %s\n", dpipe::detail::demangle(typeid(error).name()).c_str(), error.what());
   }
   return 3;

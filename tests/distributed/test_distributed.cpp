@@ -413,12 +413,14 @@ TEST_CASE("Distributed: the store's host killed mid-epoch stops the other ranks"
   CHECK(outcomes[0].signaled(SIGKILL));
   REQUIRE(outcomes[1].exited(3));
   INFO(outcomes[1].out);
-  CHECK(std::regex_match(outcomes[1].out,
-                         std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 1 of 2 under "
-                                    "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): fullsync round "
-                                    "([0-9]+) of its epoch 1: TcpStore: exchange\\(post 'loader/0/fullsync0/1/[0-9]+', "
-                                    "collect 'loader/0/fullsync0/1/\\1', rank 1 of 2\\): the connection to the store at "
-                                    "127\\.0\\.0\\.1:[0-9]+ failed: .+\n")));
+  // In a round, its request fails; between rounds, its watch of the store hears the connection close.
+  CHECK(std::regex_match(
+      outcomes[1].out,
+      std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 1 of 2 under torchrun, rank 0 "
+                 "serving the store at 127\\.0\\.0\\.1:[0-9]+\\): (fullsync round ([0-9]+) of its epoch 1: TcpStore: "
+                 "exchange\\(post 'loader/0/fullsync0/1/[0-9]+', collect 'loader/0/fullsync0/1/\\2', rank 1 of 2\\): "
+                 "the connection to the store at 127\\.0\\.0\\.1:[0-9]+ failed: .+|rank 0 is gone: the store it "
+                 "served closed the connection without a word \\(its process ended or was killed\\))\n")));
 }
 
 TEST_CASE("Distributed: a rank that never arrives is named at the timeout", "[distributed][faults]") {
@@ -426,11 +428,12 @@ TEST_CASE("Distributed: a rank that never arrives is named at the timeout", "[di
   SECTION("rank 1 missing") {
     const auto outcomes = run({"large", "--timeout-ms", "1500"}, {ranks[0]});
     REQUIRE(outcomes[0].exited(3));
-    CHECK(std::regex_match(outcomes[0].out,
-                           std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 0 of 2 under "
-                                      "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): sharing rank "
-                                      "0's seed of epoch round 0: TcpStore: all_gather\\('loader/0/seed/0', rank 0 of "
-                                      "2\\): rank 1 did not arrive within 1500 ms\n")));
+    CHECK(std::regex_match(
+        outcomes[0].out,
+        std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 0 of 2 under "
+                   "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): meeting the other "
+                   "ranks: TcpStore: all_gather\\('loader/0/run', rank 0 of 2\\): rank 1 did not "
+                   "arrive within 1500 ms\n")));
   }
   SECTION("rank 0 missing") {
     const auto outcomes = run({"large", "--timeout-ms", "1500"}, {ranks[1]});
@@ -460,4 +463,113 @@ TEST_CASE("Distributed: ranks that stop mid-epoch leave cleanly", "[distributed]
   const auto workers = GENERATE(0, 2);
   const auto printed = outputs(run({"long", "--workers", std::to_string(workers), "--stop-after", "700"}));
   for (const auto& output : printed) CHECK(output.ends_with("stopped after 700\n"));
+}
+
+TEST_CASE("Distributed: a rank killed while the others hand out what was agreed is named at once",
+          "[distributed][faults]") {
+  // Blocks of 65536: when rank 1 kills itself after 70000 elements, the others have agreed on
+  // 131071 and hand them out at 1 ms each from then on. They name rank 1 at their next element,
+  // not a minute later at their next round; in a world of 3, rank 2 names rank 1 too, not rank 0
+  // (which shuts down because of it).
+  const std::size_t world = GENERATE(std::size_t{2}, std::size_t{3});
+  INFO("a world of " << world);
+  auto ranks = launch(Launcher::kTorchrun, world);
+  for (std::size_t rank = 0; rank < world; ++rank) {
+    ranks[rank]["DPIPE_TEST_KILL_RANK"] = "1";
+    ranks[rank]["DPIPE_TEST_SLOW_RANK"] = std::to_string(rank);
+  }
+  const auto outcomes = run({"huge", "--block", "65536", "--kill-after", "70000", "--slow-after", "70000", "--slow-ms",
+                             "1", "--report-received", "--timeout-ms", "120000"},
+                            ranks);
+  CHECK(outcomes[1].signaled(SIGKILL));
+  for (std::size_t rank = 0; rank < world; rank += rank == 0 ? 2 : 1) {
+    INFO("rank " << rank << " printed:\n" << outcomes[rank].out);
+    REQUIRE(outcomes[rank].exited(3));
+    std::smatch match;
+    REQUIRE(std::regex_match(
+        outcomes[rank].out, match,
+        std::regex(fmt::format("received ([0-9]+)\nerror dpipe::RendezvousError: DistributedReadingService \\(rank "
+                               "{} of {} under torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): rank "
+                               "1 is gone: its connection to the store closed \\(the process ended or was killed\\)\n",
+                               rank, world))));
+    // Long before the 131071 agreed (61 s of steps at 1 ms): within a few steps of rank 1's death.
+    CHECK(std::stoul(match[1].str()) < 75000);
+  }
+}
+
+TEST_CASE("Distributed: a rank refused for a wrong job token stops rank 0 at once", "[distributed][faults]") {
+  auto ranks = launch(Launcher::kTorchrun);
+  ranks[1]["DPIPE_STORE_TOKEN"] = "another";
+  const auto outcomes = run({"large", "--timeout-ms", "100000"}, ranks);
+  REQUIRE(outcomes[0].exited(3));
+  REQUIRE(outcomes[1].exited(3));
+  const std::string port = ranks[0].at("MASTER_PORT");
+  const std::string store = "127.0.0.1:" + std::to_string(std::stoul(port) + 1);
+  CHECK(outcomes[1].out ==
+        "error dpipe::RendezvousError: DistributedReadingService (rank 1 of 2 under torchrun, rank "
+        "0 serving the store at " +
+            store +
+            "): cannot meet the other ranks: TcpStore: the store refused the connection: a wrong "
+            "job token (" +
+            store + ")\n");
+  CHECK(outcomes[0].out ==
+        "error dpipe::RendezvousError: DistributedReadingService (rank 0 of 2 under torchrun, rank "
+        "0 serving the store at " +
+            store +
+            "): meeting the other ranks: TcpStore: all_gather('loader/0/run', rank 0 of 2): rank 1 "
+            "is gone: the store refused its connection: a wrong job token\n");
+}
+
+TEST_CASE("Distributed: a restored rank beside a fresh one is refused at once naming both",
+          "[distributed][checkpoint]") {
+  const dpipe::testing::TempDir dir;
+  (void)outputs(run({"large", "--seed", "7", "--save-after", "3", dir / "rank{rank}.ckpt"}));
+  auto ranks = launch(Launcher::kTorchrun);
+  for (auto& rank : ranks) rank["DPIPE_TEST_LOAD_RANK"] = "0";
+  const auto outcomes =
+      run({"large", "--seed", "7", "--timeout-ms", "100000", "--load", dir / "rank{rank}.ckpt"}, ranks);
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank << " printed:\n" << outcomes[rank].out);
+    REQUIRE(outcomes[rank].exited(3));
+    CHECK(std::regex_match(
+        outcomes[rank].out,
+        std::regex(fmt::format(
+            "error dpipe::RendezvousError: DistributedReadingService \\(rank {} of 2 under torchrun, rank 0 serving "
+            "the store at 127\\.0\\.0\\.1:[0-9]+\\): the ranks disagree about what they run: rank 0 starts epoch "
+            "round 1 restored from a checkpoint, pipeline fingerprint ([0-9a-f]{{16}}), service fingerprint "
+            "([0-9a-f]{{16}}); rank 1 starts epoch round 0 fresh, pipeline fingerprint \\1, service fingerprint \\2 "
+            "\\(a checkpoint of every rank restores them together; every rank builds the same pipeline and "
+            "options\\)\n",
+            rank))));
+  }
+}
+
+TEST_CASE("Distributed: a rank of another job on the same port is refused at once naming both",
+          "[distributed][faults]") {
+  // Two jobs without a job id (the default token): job B's rank 1, of a world of 3, comes to the
+  // store of job A (a world of 2) and is refused once A's rank 0 greeted it; job A runs on.
+  auto job_a = launch(Launcher::kTorchrun);
+  const std::uint16_t port = static_cast<std::uint16_t>(std::stoul(job_a[0].at("MASTER_PORT")) + 1);
+  auto stray = dpipe::testing::torchrun_environment(1, 3, port);
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    job_a[rank].erase("TORCHELASTIC_RUN_ID");
+    job_a[rank]["DPIPE_TEST_SLOW_RANK"] = std::to_string(rank);
+  }
+  stray.erase("TORCHELASTIC_RUN_ID");
+  const auto outcomes = run({"long", "--slow-ms", "2", "--stop-after", "1000"}, {job_a[0], job_a[1], stray});
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    INFO("job A's rank " << rank << " printed:\n" << outcomes[rank].out << "\nand logged:\n" << outcomes[rank].err);
+    REQUIRE(outcomes[rank].exited(0));
+    CHECK(outcomes[rank].out.ends_with("stopped after 1000\n"));
+  }
+  REQUIRE(outcomes[2].exited(3));
+  const std::string store = "127.0.0.1:" + std::to_string(port);
+  CHECK(std::regex_match(
+      outcomes[2].out,
+      std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 1 of 3 under torchrun, rank 0 "
+                 "serving the store at 127\\.0\\.0\\.1:[0-9]+\\): cannot meet the other ranks: TcpStore: the store "
+                 "refused the connection: rank 1 of loader 'loader/0/' runs a world of 3 ranks with the fingerprint "
+                 "([0-9a-f]{16}-[0-9a-f]{16}), but rank 0 of it a world of 2 ranks with the fingerprint \\1: another "
+                 "job on this port\\? \\(give each job its own DPIPE_STORE_PORT or DPIPE_STORE_TOKEN\\) "
+                 "\\(127\\.0\\.0\\.1:[0-9]+\\)\n")));
 }

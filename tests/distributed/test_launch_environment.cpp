@@ -123,6 +123,28 @@ TEST_CASE("launch environment: an incomplete or wrong environment names the vari
                        dpipe::RendezvousError,
                        Catch::Message("the Slurm environment is incomplete: MASTER_ADDR, SLURM_JOB_NODELIST are not "
                                       "set; set them or pass the values in the options"));
+  // A world size or a local rank without the rank would run every process alone on the whole data set.
+  CHECK_THROWS_MATCHES(
+      detect_launch_environment(Variables{{"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}}), dpipe::RendezvousError,
+      Catch::Message("the torchrun environment is incomplete: RANK is not set; set it or pass the values in the "
+                     "options"));
+  CHECK_THROWS_MATCHES(detect_launch_environment(Variables{{"WORLD_SIZE", "2"}}), dpipe::RendezvousError,
+                       Catch::Message("the torchrun environment is incomplete: RANK, MASTER_ADDR are not set; set "
+                                      "them or pass the values in the options"));
+  CHECK_THROWS_MATCHES(detect_launch_environment(Variables{{"LOCAL_RANK", "0"}}), dpipe::RendezvousError,
+                       Catch::Message("the torchrun environment is incomplete: RANK is not set; set it or pass the "
+                                      "values in the options"));
+  CHECK_THROWS_MATCHES(
+      detect_launch_environment(Variables{{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}),
+      dpipe::RendezvousError,
+      Catch::Message("the Open MPI environment is incomplete: OMPI_COMM_WORLD_RANK is not set; set it or pass the "
+                     "values in the options"));
+  CHECK_THROWS_MATCHES(detect_launch_environment(Variables{{"PMI_SIZE", "4"}, {"MASTER_ADDR", "a"}}),
+                       dpipe::RendezvousError,
+                       Catch::Message("the PMI environment is incomplete: PMI_RANK is not set; set it or pass the "
+                                      "values in the options"));
+  // A Slurm allocation's SLURM_NTASKS alone is one process (a program run from the batch script).
+  CHECK(detect_launch_environment(Variables{{"SLURM_NTASKS", "4"}}).world_size == 1);
   CHECK_THROWS_MATCHES(detect_launch_environment(Variables{{"RANK", "x"}}), dpipe::InvalidArgument,
                        Catch::Message("RANK='x' is not a non-negative integer"));
   CHECK_THROWS_MATCHES(detect_launch_environment(Variables{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}}),

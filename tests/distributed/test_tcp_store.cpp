@@ -7,7 +7,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <netinet/in.h>
 #include <optional>
 #include <random>
@@ -187,7 +189,7 @@ TEST_CASE("TcpStore: wrong token / version / oversized or malformed messages are
     CHECK(peer.closed_by_server());
     return reply.error;
   };
-  CHECK(refused(hello(99, "job-1")) == "the store refused the connection: protocol version 99, this store speaks 2");
+  CHECK(refused(hello(99, "job-1")) == "the store refused the connection: protocol version 99, this store speaks 3");
   CHECK(refused({std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0x40}}) ==
         "the store refused the connection: a message of 1073741824 bytes exceeds the limit of 4096");
   CHECK(refused(dpipe::detail::store::frame(bytes("GET / HTTP/1.1"))) ==
@@ -277,13 +279,18 @@ TEST_CASE("TcpStore: the decoders take any bytes without reading out of bounds",
   gather.timeout_ms = 500;
   store::Request leave;
   leave.op = store::Op::kLeave;
+  store::Request watch;
+  watch.op = store::Op::kWatch;
+  watch.key = "loader0/";
+  watch.rank = 1;
   store::Reply refused;
   refused.ok = false;
   refused.failure = store::Failure::kTimeout;
   refused.error = "no";
   const std::vector<std::vector<std::byte>> valid = {
-      store::encode(store::Hello{2, "job-1", std::nullopt}),
-      store::encode(store::Hello{2, "job-1", store::Member{"loader0/", 1}}),
+      store::encode(store::Hello{TcpStore::kProtocolVersion, "job-1", std::nullopt}),
+      store::encode(store::Hello{TcpStore::kProtocolVersion, "job-1", store::Member{"loader0/", 1, 2, "f"}}),
+      store::encode(watch),
       store::encode(compare_set),
       store::encode(wait),
       store::encode(gather),
@@ -333,6 +340,20 @@ TcpStoreOptions loader0_server_options(std::uint16_t port) {
   options.rank = 0;
   options.member = "loader0/";
   return options;
+}
+
+/// Forks a process that connects as rank `rank` of "loader0/", sets "connected" and kills itself
+/// (its connection closes without leaving); returns its pid.
+pid_t fork_dying_rank(std::uint16_t port, std::size_t rank) {
+  const pid_t child = ::fork();
+  if (child != 0) return child;
+  try {
+    TcpStore dying(rank_options(port, rank));
+    dying.set("connected", std::string_view("yes"));
+    ::raise(SIGKILL);
+  } catch (...) {
+  }
+  ::_exit(3);
 }
 
 std::vector<std::string> texts(const std::vector<std::vector<std::byte>>& values) {
@@ -399,17 +420,8 @@ TEST_CASE("TcpStore: all_gather names the ranks that did not arrive / left / and
     CHECK(rank0.all_gather("loader1/seed/0", 0, 1, bytes("s")).size() == 1);
   }
   SECTION("a rank whose process dies") {
-    const pid_t child = ::fork();
+    const pid_t child = fork_dying_rank(rank0.port(), 1);
     REQUIRE(child >= 0);
-    if (child == 0) {
-      try {
-        TcpStore rank1(rank_options(rank0.port(), 1));
-        rank1.set("connected", std::string_view("yes"));
-        ::raise(SIGKILL);
-      } catch (...) {
-      }
-      ::_exit(3);
-    }
     CHECK(rank0.get_text("connected") == "yes");
     CHECK_THROWS_MATCHES(rank0.all_gather("loader0/fullsync0/1/0", 0, 2, bytes("p")), dpipe::RendezvousError,
                          Catch::Message("TcpStore: all_gather('loader0/fullsync0/1/0', rank 0 of 2): rank 1 is gone: "
@@ -571,7 +583,8 @@ TEST_CASE("RankGroup: a failing rank's notice waits its patience and not the loa
   environment.token = "job-1";
   dpipe::DistributedOptions options;
   options.timeout = std::chrono::hours(1);
-  const auto group = std::make_shared<dpipe::detail::dist::RankGroup>(environment, options, "loader1/");
+  const auto group = std::make_shared<dpipe::detail::dist::RankGroup>(environment, options, "loader1/",
+                                                                      dpipe::detail::dist::RunIdentity{});
   const auto start = std::chrono::steady_clock::now();
   group->post("fullsync0/0/0", bytes("failed"));
   // Not a timing target: a post that waited for the loader's hour would never get here.
@@ -616,4 +629,93 @@ TEST_CASE("TcpStore: a live server takes random frames and goes on serving", "[d
   TcpStore client(client_options(server.port()));
   client.set("after", std::string_view("fuzz"));
   CHECK(server.get_text("after") == "fuzz");
+}
+
+TEST_CASE("TcpStore: a rank of another world or fingerprint, or a seat taken, is refused at once naming both",
+          "[distributed][store]") {
+  TcpStoreOptions options = server_options();
+  options.rank = 0;
+  options.member = "loader0/";
+  options.world_size = 2;
+  options.fingerprint = "aa";
+  const TcpStore rank0(options);
+  TcpStoreOptions own = rank_options(rank0.port(), 1);
+  own.world_size = 2;
+  own.fingerprint = "aa";
+  const TcpStore rank1(own);
+  const std::string where = " (127.0.0.1:" + std::to_string(rank0.port()) + ")";
+  const std::string hint = "another job on this port? (give each job its own DPIPE_STORE_PORT or DPIPE_STORE_TOKEN)";
+  TcpStoreOptions other = own;
+  other.world_size = 3;
+  other.fingerprint = "bb";
+  CHECK_THROWS_MATCHES(TcpStore(other), dpipe::RendezvousError,
+                       Catch::Message("TcpStore: the store refused the connection: rank 1 of loader 'loader0/' runs a "
+                                      "world of 3 ranks with the fingerprint bb, but rank 0 of it a world of 2 ranks "
+                                      "with the fingerprint aa: " +
+                                      hint + where));
+  CHECK_THROWS_WITH(TcpStore(own),
+                    Catch::StartsWith("TcpStore: the store refused the connection: rank 1 of loader 'loader0/' is "
+                                      "connected already (from 127.0.0.1:") &&
+                        Catch::EndsWith("): " + hint + where));
+}
+
+TEST_CASE("TcpStore: a wait logs who is missing every stall_warning", "[distributed][store][concurrency]") {
+  std::promise<void> warned;
+  std::once_flag once;
+  const LogCapture log([&](const std::string& message) {
+    if (message.find("has not arrived") != std::string::npos) std::call_once(once, [&] { warned.set_value(); });
+  });
+  SECTION("for a rank of the round") {
+    TcpStoreOptions options = server_options();
+    options.rank = 0;
+    options.member = "loader0/";
+    options.stall_warning = 100ms;
+    TcpStore rank0(options);
+    std::thread late([&] {
+      // Rank 0 logged that rank 1 is missing: now it comes (the bound only guards against a hang).
+      (void)warned.get_future().wait_for(std::chrono::seconds(60));
+      TcpStore rank1(rank_options(rank0.port(), 1));
+      (void)rank1.all_gather("loader0/seed/0", 1, 2, bytes("b"));
+    });
+    CHECK(texts(rank0.all_gather("loader0/seed/0", 0, 2, bytes("a"))) == std::vector<std::string>{"a", "b"});
+    late.join();
+    const auto messages = log.messages();
+    REQUIRE(!messages.empty());
+    CHECK_THAT(messages.front(), Catch::Matches("TcpStore: all_gather\\('loader0/seed/0', rank 0 of 2\\): rank 1 has "
+                                                "not arrived after [0-9]+\\.[0-9] s; still waiting \\(up to the "
+                                                "timeout of 5000 ms\\)"));
+  }
+  SECTION("for the store to come up") {
+    const std::uint16_t port = free_port();
+    TcpStoreOptions options = client_options(port, 400ms);
+    options.stall_warning = 100ms;
+    CHECK_THROWS_AS(TcpStore(options), dpipe::RendezvousError);
+    const auto messages = log.messages();
+    REQUIRE(!messages.empty());
+    CHECK_THAT(messages.front(), Catch::Matches("TcpStore: no store at 127\\.0\\.0\\.1:" + std::to_string(port) +
+                                                " after [0-9]+\\.[0-9] s \\(.+\\): rank 0 serves it; still trying "
+                                                "\\(up to the timeout of 400 ms\\)"));
+  }
+}
+
+TEST_CASE("TcpStore: a rank hears at once that another rank of its loader died, in no round",
+          "[distributed][store][concurrency]") {
+  // World of 3: rank 1 leaves on purpose (no news), then rank 2's process dies: rank 0, which
+  // waits in no round, hears of rank 2.
+  std::promise<std::string> heard;
+  TcpStoreOptions options = server_options();
+  options.rank = 0;
+  options.member = "loader0/";
+  options.on_departure = [&](const std::string& why) { heard.set_value(why); };
+  TcpStore rank0(options);
+  TcpStore rank1(rank_options(rank0.port(), 1));
+  rank1.leave();
+  const pid_t child = fork_dying_rank(rank0.port(), 2);
+  REQUIRE(child >= 0);
+  auto future = heard.get_future();
+  REQUIRE(future.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang guard, not a target
+  CHECK(future.get() == "rank 2 is gone: its connection to the store closed (the process ended or was killed)");
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
 }

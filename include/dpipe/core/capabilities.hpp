@@ -82,6 +82,11 @@ class RankSync {
   virtual void fail(Round round, const std::string& reason) noexcept = 0;
   /// The most elements a rank reads ahead for one round.
   [[nodiscard]] virtual std::size_t max_block() const noexcept = 0;
+  /// Throws RendezvousError naming a rank that is known to be gone (its process died), without
+  /// waiting: called for each element handed out, so that a rank hears of it while it hands out
+  /// what was agreed before, not only at its next round. Cheap; thread-safe. The default knows of
+  /// nothing.
+  virtual void check_ranks() const {}
 };
 
 /// A node that keeps the ranks of a distributed job in step (fullsync). The distributed reading

@@ -4,16 +4,19 @@
 /// a client of it like every rank); the other ranks connect, retrying with backoff until the
 /// timeout while rank 0 is not up yet.
 ///
-/// Wire protocol (version 2): every message is a frame, a 4-byte length then that many bytes, at
+/// Wire protocol (version 3): every message is a frame, a 4-byte length then that many bytes, at
 /// most `max_message_bytes`. A connection starts with a handshake carrying the protocol version,
-/// the job token and, for a rank of a loader, who it is; the server refuses, logs and closes a
-/// connection with another version or token, a frame over the limit, or a message it cannot
-/// decode, and goes on serving the others. TcpStores of one process that serve the same host and
-/// port share one server.
+/// the job token and, for a rank of a loader, who it is (its rank, the world size and the
+/// fingerprint of what it runs); the server refuses, logs and closes a connection with another
+/// version or token, a rank that disagrees with its loader's rank 0 on the world size or the
+/// fingerprint or whose rank is connected already (another job on the port), a frame over the
+/// limit, or a message it cannot decode, and goes on serving the others. TcpStores of one process
+/// that serve the same host and port share one server.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,11 +44,27 @@ struct TcpStoreOptions {
   /// every round of the store): the rounds under that prefix that still wait for this rank then
   /// fail at once, naming it, when its connection closes (its process died) or it calls leave(),
   /// instead of running into their timeout. Unset: the client is nobody in particular. A rank
-  /// other than 0 connects once rank 0 of the same member greeted the server (or while no rank 0
-  /// did): until then it waits, as for a server that is not up, within the timeout. So a rank 0
+  /// other than 0 connects once rank 0 of the same member greeted the server (or, when it says no
+  /// world_size, while no rank 0 did): until then it waits, as for a server that is not up,
+  /// within the timeout. So a rank 0
   /// of your own with other ranks that set `rank` sets `rank = 0` and the same member too.
   std::optional<std::size_t> rank;
   std::string member;
+  /// With `rank`: the world size and the fingerprint of what the member runs (say, a hash of its
+  /// pipeline). The server refuses at once a rank whose world size or fingerprint differ from
+  /// those of the member's rank 0, naming both; a rank that says a world size (nonzero) connects
+  /// only once its rank 0 did.
+  std::size_t world_size = 0;
+  std::string fingerprint;
+  /// With `rank`: called once, from a thread of the store's, with "rank 1 is gone: ..." when
+  /// another rank of the member is gone without leaving (its connection closed, or the store
+  /// refused it) or the process serving the store died, so that a rank that waits in no round
+  /// (it hands out what was agreed before) hears of it at once. The client watches over a
+  /// second connection. Keep it short: it must not call the store.
+  std::function<void(const std::string&)> on_departure;
+  /// While a call waits (for the server to come up, or for the other ranks of a round), a warning
+  /// naming what is missing is logged every `stall_warning`; zero: never.
+  std::chrono::milliseconds stall_warning{0};
 };
 
 /// Thread-safety: one thread at a time calls a TcpStore; the server thread is its own.
@@ -93,7 +112,7 @@ class TcpStore final : public Store {
   [[nodiscard]] std::uint16_t port() const noexcept;
 
   /// The protocol version this build speaks.
-  static constexpr std::uint32_t kProtocolVersion = 2;
+  static constexpr std::uint32_t kProtocolVersion = 3;
 
  private:
   struct Impl;

@@ -13,7 +13,8 @@
 /// round before, in one request. A rank therefore waits only for a rank a whole block behind,
 /// the store sees one request per rank per block, and a rank holds at most two blocks. A rank
 /// whose source throws tells the others before it rethrows; their fullsync raises
-/// RendezvousError naming it.
+/// RendezvousError naming it. A rank whose process dies is named at once, at the next element
+/// the others hand out (RankSync::check_ranks), not at their next round.
 ///
 /// Checkpoint state: the epoch and round, the elements handed out and agreed, the last counts it
 /// posted, and the elements read ahead. A restore posts those counts again, to the store of the
@@ -135,6 +136,7 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
 
   std::optional<T> next_impl() override {
     if (!sync_) return source_.next();
+    sync_->check_ranks();
     if (!agreed_more()) return std::nullopt;
     ++yielded_;
     return std::move((*ahead_)[head_++]);
@@ -142,6 +144,7 @@ class FullSync final : public IterDataPipe<T>, public RankSyncDataPipe {
 
   std::size_t pull_impl(std::vector<T>& out, std::size_t n) override {
     if (!sync_) return source_.pull(out, n);
+    sync_->check_ranks();
     std::size_t produced = 0;
     while (produced < n && agreed_more()) {
       const std::size_t take = std::min<std::uint64_t>(n - produced, bound_ - yielded_);

@@ -22,7 +22,12 @@
 ///
 /// A world of one opens no socket. A failure on one rank (an exception in its pipeline, its
 /// process dying, its loader shutting down, a rank that never arrives) makes every other rank's
-/// loader raise RendezvousError naming that rank and why, within `timeout`. Checkpoints record
+/// loader raise RendezvousError naming that rank and why, within `timeout`; a rank whose process
+/// dies is named at the next element the others hand out, whatever the fullsync block. At their
+/// first round the ranks compare what they run (the epoch, restored or fresh, fingerprints of the
+/// pipeline and of these options): a disagreement is a RendezvousError on every rank at once,
+/// naming both sides. While a rank waits for the others, a warning naming the ranks not yet
+/// arrived is logged every `stall_warning`. Checkpoints record
 /// the rank and the world size; a checkpoint restores only on the same rank of the same world
 /// size (StateError naming both otherwise).
 ///
@@ -72,6 +77,10 @@ struct DistributedOptions {
   /// request per rank per `fullsync_block` elements, and a rank holds at most two blocks (it
   /// agrees a round ahead). Lower it for large elements (batches of images).
   std::size_t fullsync_block = 1024;
+  /// While a rank waits for the others (for rank 0's store to come up, in a seed or fullsync
+  /// round), a warning naming the ranks not yet arrived is logged every `stall_warning`; zero:
+  /// never. (dpipe's TcpStore only: a trainer's own store waits silently.)
+  std::chrono::milliseconds stall_warning{30000};
 };
 
 class DistributedReadingService final
@@ -128,18 +137,23 @@ class DistributedReadingService final
   /// rank 0 receives every rank's `state` through the store and calls `write` with them; every
   /// rank returns once `write` returned. What `write` throws, rank 0 throws and every other rank
   /// raises as a StateError naming rank 0. A world of one calls `write` with `state` alone.
-  void gather_states(std::span<const std::byte> state, const std::function<void(const RankStates&)>& write);
+  /// `graph` is the pipeline the loader hands its service, for a service not yet initialized.
+  void gather_states(const DataPipePtr& graph, std::span<const std::byte> state,
+                     const std::function<void(const RankStates&)>& write);
   /// A collective of the ranks (DataLoader2::load_job_checkpoint): rank 0 calls `read` with the
   /// world size, which returns every rank's state, and each rank returns its own through the store.
   /// What `read` throws, rank 0 throws and every other rank raises as a StateError naming rank 0.
-  [[nodiscard]] std::vector<std::byte> scatter_states(const std::function<RankStates(std::size_t world_size)>& read);
+  /// `graph` is the pipeline the loader hands its service; the ranks meet as restored ones.
+  [[nodiscard]] std::vector<std::byte> scatter_states(const DataPipePtr& graph,
+                                                      const std::function<RankStates(std::size_t world_size)>& read);
 
  private:
   /// The environment from the options and the launcher (a trainer's own store needs no host).
   [[nodiscard]] LaunchEnvironment detect() const;
   /// This loader's place among the ranks, made at the first call that needs it (initialize() or a
-  /// job checkpoint's collective); it connects to the store at its first round.
-  detail::dist::RankGroup& meet();
+  /// job checkpoint's collective) with the fingerprint of `graph` (what the loader hands the
+  /// service, before sharding) that the ranks compare; it connects to the store at its first round.
+  detail::dist::RankGroup& meet(const DataPipePtr& graph);
 
   DistributedOptions options_;
   std::shared_ptr<detail::dist::RankGroup> group_;

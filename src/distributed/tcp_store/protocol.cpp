@@ -34,6 +34,8 @@ std::vector<std::byte> encode(const Hello& hello) {
   if (hello.member) {
     writer.write(hello.member->name);
     writer.write(hello.member->rank);
+    writer.write(hello.member->world_size);
+    writer.write(hello.member->fingerprint);
   }
   return out;
 }
@@ -70,8 +72,13 @@ std::vector<std::byte> encode(const Request& request) {
       writer.write(request.rank);
       writer.write(request.world_size);
       writer.write(request.timeout_ms);
+      writer.write(request.stall_warning_ms);
       break;
     case Op::kLeave:
+      break;
+    case Op::kWatch:
+      writer.write(request.key);
+      writer.write(request.rank);
       break;
   }
   return out;
@@ -103,6 +110,8 @@ Hello decode_hello(std::span<const std::byte> message) {
       Member member;
       member.name = reader.read<std::string>();
       member.rank = reader.read<std::uint64_t>();
+      member.world_size = reader.read<std::uint64_t>();
+      member.fingerprint = reader.read<std::string>();
       hello.member = std::move(member);
     }
     return hello;
@@ -113,7 +122,7 @@ Request decode_request(std::span<const std::byte> message) {
   return decode_all(message, "request", [](ByteReader& reader) {
     Request request;
     const auto op = reader.read<std::uint8_t>();
-    if (op < static_cast<std::uint8_t>(Op::kSet) || op > static_cast<std::uint8_t>(Op::kLeave)) {
+    if (op < static_cast<std::uint8_t>(Op::kSet) || op > static_cast<std::uint8_t>(Op::kWatch)) {
       DPIPE_THROW(SerializationError, "unknown operation {}", op);
     }
     request.op = static_cast<Op>(op);
@@ -145,8 +154,13 @@ Request decode_request(std::span<const std::byte> message) {
         request.rank = reader.read<std::uint64_t>();
         request.world_size = reader.read<std::uint64_t>();
         request.timeout_ms = reader.read<std::uint64_t>();
+        request.stall_warning_ms = reader.read<std::uint64_t>();
         break;
       case Op::kLeave:
+        break;
+      case Op::kWatch:
+        request.key = reader.read<std::string>();
+        request.rank = reader.read<std::uint64_t>();
         break;
     }
     return request;
@@ -162,7 +176,7 @@ Reply decode_reply(std::span<const std::byte> message) {
     } else {
       const auto failure = reader.read<std::uint8_t>();
       if (failure < static_cast<std::uint8_t>(Failure::kInvalid) ||
-          failure > static_cast<std::uint8_t>(Failure::kClosing)) {
+          failure > static_cast<std::uint8_t>(Failure::kStalled)) {
         DPIPE_THROW(SerializationError, "unknown failure {}", failure);
       }
       reply.failure = static_cast<Failure>(failure);
@@ -206,6 +220,8 @@ std::string describe(const Request& request) {
                          request.rank, request.world_size);
     case Op::kLeave:
       return "leave()";
+    case Op::kWatch:
+      return fmt::format("watch('{}', rank {})", request.key, request.rank);
     case Op::kDelete:
       break;
   }

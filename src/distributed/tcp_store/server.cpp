@@ -2,13 +2,13 @@
 
 #include "distributed/tcp_store/server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <charconv>
 #include <cstring>
-#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <sys/socket.h>
@@ -74,6 +74,7 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
 
   [[nodiscard]] bool open() const { return socket_.is_open(); }
   [[nodiscard]] bool greeted() const noexcept { return greeted_; }
+  [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
   [[nodiscard]] const std::optional<Member>& member() const noexcept { return member_; }
   /// The member leaves on purpose: its connection closing is no news any more.
   void leave() noexcept { left_ = true; }
@@ -94,7 +95,7 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
   void closed() {
     if (!member_ || left_ || server_.stopping_) return;
     left_ = true;
-    server_.depart(*member_, "its connection to the store closed (the process ended or was killed)");
+    server_.depart(*member_, "its connection to the store closed (the process ended or was killed)", false);
   }
 
   void read_body() {
@@ -152,6 +153,7 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
     }
     if (hello.token != server_.token_) {
       refuse("a wrong job token");
+      if (hello.member) server_.refused(*hello.member, "the store refused its connection: a wrong job token");
       return;
     }
     if (hello.member && !server_.admits(*hello.member)) {
@@ -165,11 +167,23 @@ class StoreServer::Connection : public std::enable_shared_from_this<Connection> 
                                       fmt::join(server_.hosted_, ", "), hello.member->name)});
       return;
     }
+    if (hello.member) {
+      if (auto misfit = server_.misfit(*hello.member)) {
+        refuse(*misfit);
+        return;
+      }
+    }
     greeted_ = true;
     member_ = std::move(hello.member);
     if (member_) {
       server_.departed_.erase(*member_);  // it reconnected
-      if (member_->rank == 0) server_.hosted_.insert(member_->name);
+      if (member_->rank == 0) {
+        server_.hosted_.insert(member_->name);
+        server_.loaders_.insert_or_assign(member_->name, *member_);
+        server_.settle_refusals(member_->name);
+      } else {
+        server_.loaders_.try_emplace(member_->name, *member_);
+      }
     }
     send(Reply{});
     read_frame();
@@ -322,19 +336,78 @@ void StoreServer::close_all() {
 Reply StoreServer::closing_reply(const std::optional<Member>& member, const Reply& closing) const {
   if (!member) return closing;
   // A rank of a loader whose rank on this process left: what it asks next, no other store answers.
-  for (const auto& [departed, why] : departed_) {
-    if (departed.name == member->name && departed.rank != member->rank) {
-      return Reply{.ok = false,
-                   .body = {},
-                   .failure = Failure::kRendezvous,
-                   .error = fmt::format("rank {} is gone: {}", departed.rank, why)};
-    }
+  // The first rank that left is the cause (rank 0 shuts down because rank 1 died: rank 1).
+  if (auto gone = first_departure(member->name, member->rank, true)) {
+    return Reply{.ok = false, .body = {}, .failure = Failure::kRendezvous, .error = std::move(*gone)};
   }
   return closing;
 }
 
+std::optional<std::string> StoreServer::first_departure(const std::string& member, std::uint64_t except,
+                                                        bool including_on_purpose) const {
+  const std::pair<const Member, Departure>* first = nullptr;
+  for (const auto& departure : departed_) {
+    const auto& [departed, why] = departure;
+    if (departed.name != member || departed.rank == except || (why.on_purpose && !including_on_purpose)) continue;
+    if (first == nullptr || why.order < first->second.order) first = &departure;
+  }
+  if (first == nullptr) return std::nullopt;
+  return fmt::format("rank {} is gone: {}", first->first.rank, first->second.why);
+}
+
 bool StoreServer::admits(const Member& member) const {
-  return member.rank == 0 || hosted_.empty() || hosted_.contains(member.name);
+  // A rank that says its world size (a loader's) waits for its rank 0, the one that says what
+  // the loader runs; a client of someone's own rank 0 that never greets says none.
+  return member.rank == 0 || hosted_.contains(member.name) || (hosted_.empty() && member.world_size == 0);
+}
+
+std::optional<std::string> StoreServer::misfit(const Member& member) const {
+  constexpr std::string_view kHint =
+      "another job on this port? (give each job its own DPIPE_STORE_PORT or DPIPE_STORE_TOKEN)";
+  if (const auto first = loaders_.find(member.name); first != loaders_.end() && member.rank != 0) {
+    const Member& other = first->second;
+    if (member.world_size != other.world_size || member.fingerprint != other.fingerprint) {
+      return fmt::format(
+          "rank {} of loader '{}' runs a world of {} ranks with the fingerprint {}, but rank {} of it a world of {} "
+          "ranks with the fingerprint {}: {}",
+          member.rank, member.name, member.world_size, member.fingerprint, other.rank, other.world_size,
+          other.fingerprint, kHint);
+    }
+  }
+  for (const auto& weak : connections_) {
+    const auto connection = weak.lock();
+    if (!connection || !connection->open() || !connection->greeted() || !connection->member()) continue;
+    const Member& other = *connection->member();
+    if (other.name == member.name && other.rank == member.rank) {
+      return fmt::format("rank {} of loader '{}' is connected already (from {}): {}", member.rank, member.name,
+                         connection->peer(), kHint);
+    }
+  }
+  return std::nullopt;
+}
+
+void StoreServer::refused(const Member& member, const std::string& reason) {
+  constexpr std::size_t kRefusalsKept = 64;
+  const auto loader = loaders_.find(member.name);
+  if (loader == loaders_.end() || loader->second.rank != 0) {
+    // Its rank 0 has not said yet what the loader runs: decided when it does.
+    if (refusals_.size() < kRefusalsKept) refusals_.emplace_back(member, reason);
+    return;
+  }
+  Member seat = member;
+  seat.world_size = loader->second.world_size;
+  seat.fingerprint = loader->second.fingerprint;
+  if (seat == member && !misfit(member)) depart(member, reason, false);
+}
+
+void StoreServer::settle_refusals(const std::string& loader) {
+  std::vector<std::pair<Member, std::string>> pending;
+  std::erase_if(refusals_, [&](auto& refusal) {
+    if (refusal.first.name != loader) return false;
+    pending.push_back(std::move(refusal));
+    return true;
+  });
+  for (const auto& [member, reason] : pending) refused(member, reason);
 }
 
 std::shared_ptr<StoreServer> StoreServer::shared(const std::string& host, std::uint16_t port, const std::string& token,
@@ -434,7 +507,15 @@ void StoreServer::serve(const std::shared_ptr<Connection>& connection, Request r
       if (const auto& member = connection->member()) {
         connection->leave();
         if (member->rank == 0) hosted_.erase(member->name);
-        depart(*member, "it shut its loader down");
+        depart(*member, "it shut its loader down", true);
+      }
+      return;
+    case Op::kWatch:
+      if (auto gone = first_departure(request.key, request.rank, false)) {
+        connection->send(Reply{.ok = false, .body = {}, .failure = Failure::kRendezvous, .error = std::move(*gone)});
+      } else {
+        std::erase_if(watchers_, [](const Watcher& watcher) { return watcher.connection.expired(); });
+        watchers_.push_back(Watcher{connection, std::move(request.key), request.rank});
       }
       return;
   }
@@ -487,8 +568,9 @@ void StoreServer::exchange(const std::shared_ptr<Connection>& connection, Reques
   collect(connection, request.collect, request);
 }
 
-StoreServer::Round* StoreServer::open_round(const std::string& name, std::uint64_t world_size,
-                                            std::uint64_t timeout_ms, std::string& error) {
+StoreServer::Round* StoreServer::open_round(const std::string& name, const Request& request, std::string& error) {
+  const std::uint64_t world_size = request.world_size;
+  const std::uint64_t timeout_ms = request.timeout_ms;
   auto [it, inserted] = rounds_.try_emplace(name);
   Round& round = it->second;
   if (!inserted) {
@@ -513,13 +595,42 @@ StoreServer::Round* StoreServer::open_round(const std::string& name, std::uint64
                              fmt::join(missing, ", "), timeout_ms));
     });
   }
+  if (request.stall_warning_ms > 0) {
+    round.stall = std::make_unique<asio::steady_timer>(io_);
+    warn_when_stalled(name, std::chrono::milliseconds(request.stall_warning_ms), std::chrono::steady_clock::now());
+  }
   return &round;
+}
+
+void StoreServer::warn_when_stalled(const std::string& name, std::chrono::milliseconds interval,
+                                    std::chrono::steady_clock::time_point opened) {
+  const auto found = rounds_.find(name);
+  if (found == rounds_.end() || !found->second.stall) return;
+  found->second.stall->expires_after(interval);
+  found->second.stall->async_wait([this, name, interval, opened](const asio::error_code& cancelled) {
+    const auto round = rounds_.find(name);
+    if (cancelled || round == rounds_.end() || round->second.complete()) return;
+    std::vector<std::size_t> missing;
+    for (std::size_t rank = 0; rank < round->second.values.size(); ++rank) {
+      if (!round->second.values[rank]) missing.push_back(rank);
+    }
+    const auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count();
+    const Reply notice{.ok = false,
+                       .body = {},
+                       .failure = Failure::kStalled,
+                       .error = fmt::format("rank{} {} {} not arrived after {:.1f} s", missing.size() == 1 ? "" : "s",
+                                            fmt::join(missing, ", "), missing.size() == 1 ? "has" : "have", waited)};
+    for (const auto& collector : round->second.waiting) {
+      if (auto connection = collector.connection.lock()) connection->send(notice);
+    }
+    warn_when_stalled(name, interval, opened);
+  });
 }
 
 std::optional<std::string> StoreServer::arrive(const std::string& name, Request& request) {
   if (failed_rounds_.contains(name)) return std::nullopt;  // whoever collects it hears why
   std::string error;
-  Round* round = open_round(name, request.world_size, request.timeout_ms, error);
+  Round* round = open_round(name, request, error);
   if (round == nullptr) return fmt::format("rank {} says {}", request.rank, error);
   if (round->values[request.rank]) {
     // The same post again (a client re-posting after its server closed, to a server that took
@@ -531,6 +642,7 @@ std::optional<std::string> StoreServer::arrive(const std::string& name, Request&
   ++round->arrived;
   if (round->complete()) {
     if (round->deadline) round->deadline->cancel();
+    if (round->stall) round->stall->cancel();
     const auto waiting = std::exchange(round->waiting, {});
     deliver(rounds_.find(name), waiting);
   } else if (auto why = departed_from(name, *round)) {
@@ -546,7 +658,7 @@ void StoreServer::collect(const std::shared_ptr<Connection>& connection, const s
     return;
   }
   std::string error;
-  Round* round = open_round(name, request.world_size, request.timeout_ms, error);
+  Round* round = open_round(name, request, error);
   if (round == nullptr) {
     connection->send(invalid(fmt::format("rank {} says {}", request.rank, error)));
     return;
@@ -577,16 +689,32 @@ void StoreServer::deliver(std::map<std::string, Round>::iterator round, const st
 }
 
 std::optional<std::string> StoreServer::departed_from(const std::string& round, const Round& state) const {
-  for (const auto& [member, why] : departed_) {
-    if (round.starts_with(member.name) && member.rank < state.values.size() && !state.values[member.rank]) {
-      return fmt::format("rank {} is gone: {}", member.rank, why);
-    }
+  const std::pair<const Member, Departure>* first = nullptr;
+  for (const auto& departure : departed_) {
+    const Member& member = departure.first;
+    if (!round.starts_with(member.name) || member.rank >= state.values.size() || state.values[member.rank]) continue;
+    if (first == nullptr || departure.second.order < first->second.order) first = &departure;
   }
-  return std::nullopt;
+  if (first == nullptr) return std::nullopt;
+  return fmt::format("rank {} is gone: {}", first->first.rank, first->second.why);
 }
 
-void StoreServer::depart(const Member& member, const std::string& why) {
-  departed_[member] = why;
+void StoreServer::depart(const Member& member, const std::string& why, bool on_purpose) {
+  departed_[member] = Departure{why, ++departures_, on_purpose};
+  if (!on_purpose) {
+    // The ranks that hand out elements already agreed hear of it now, not at their next round.
+    const Reply notice{.ok = false,
+                       .body = {},
+                       .failure = Failure::kRendezvous,
+                       .error = fmt::format("rank {} is gone: {}", member.rank, why)};
+    std::erase_if(watchers_, [&](const Watcher& watcher) {
+      const auto connection = watcher.connection.lock();
+      if (!connection) return true;
+      if (watcher.member != member.name || watcher.rank == member.rank) return false;
+      connection->send(notice);
+      return true;
+    });
+  }
   std::vector<std::pair<std::string, std::string>> failing;
   for (const auto& [name, round] : rounds_) {
     if (auto reason = departed_from(name, round)) failing.emplace_back(name, std::move(*reason));

@@ -5,6 +5,7 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -57,6 +58,20 @@ class StoreServer {
     std::uint64_t rank = 0;
   };
 
+  /// A connection waiting to hear that another rank of `member` is gone without leaving.
+  struct Watcher {
+    std::weak_ptr<Connection> connection;
+    std::string member;
+    std::uint64_t rank = 0;
+  };
+
+  /// Why a rank left the job, and when (the first departure is the cause of the others).
+  struct Departure {
+    std::string why;
+    std::uint64_t order = 0;
+    bool on_purpose = false;  // it shut its loader down
+  };
+
   /// A round of Store::exchange that not every rank collected yet.
   struct Round {
     std::vector<std::optional<std::vector<std::byte>>> values;  // by rank
@@ -66,6 +81,7 @@ class StoreServer {
     std::size_t collections = 0;
     std::uint64_t timeout_ms = 0;
     std::unique_ptr<asio::steady_timer> deadline;  // until every rank arrived
+    std::unique_ptr<asio::steady_timer> stall;     // the next word to the waiting ranks on who is missing
     [[nodiscard]] bool complete() const noexcept { return arrived == values.size(); }
   };
 
@@ -73,9 +89,12 @@ class StoreServer {
   /// Serves one request of `connection`; replies now or when its keys exist.
   void serve(const std::shared_ptr<Connection>& connection, Request request);
   void exchange(const std::shared_ptr<Connection>& connection, Request request);
-  /// The round `name` of `world_size` ranks, opened (with its deadline) when new; null, with
-  /// `error` set, when the round says the world has another size.
-  Round* open_round(const std::string& name, std::uint64_t world_size, std::uint64_t timeout_ms, std::string& error);
+  /// The round `name` of `world_size` ranks, opened (with its deadline and stall warnings) when
+  /// new; null, with `error` set, when the round says the world has another size.
+  Round* open_round(const std::string& name, const Request& request, std::string& error);
+  /// Every `interval` while round `name` is incomplete: tells the ranks waiting in it who is missing.
+  void warn_when_stalled(const std::string& name, std::chrono::milliseconds interval,
+                         std::chrono::steady_clock::time_point opened);
   /// Records `rank`'s value in round `name`; answers the ranks waiting for it when it completes.
   /// Returns an error for a rank that arrives twice or disagrees on the world size.
   std::optional<std::string> arrive(const std::string& name, Request& request);
@@ -96,8 +115,22 @@ class StoreServer {
   /// Replies to the waiters whose keys all exist now.
   void settle_waiters();
   [[nodiscard]] bool has_all(const std::vector<std::string>& keys) const;
-  /// `member` left the job (`why`): its rounds still missing it fail.
-  void depart(const Member& member, const std::string& why);
+  /// `member` left the job (`why`; `on_purpose`: it shut its loader down): its rounds still
+  /// missing it fail, and (unless on purpose) the watchers of its other ranks hear of it.
+  void depart(const Member& member, const std::string& why, bool on_purpose);
+  /// The earliest departure of a rank of `member`'s loader other than `member`'s, as a client of
+  /// it hears it: "rank 1 is gone: ...".
+  [[nodiscard]] std::optional<std::string> first_departure(const std::string& member, std::uint64_t except,
+                                                           bool including_on_purpose) const;
+  /// Why `member` may not join its loader: it disagrees with the rank that came first on the
+  /// world size or the fingerprint, or its rank is connected already (another job on this port).
+  [[nodiscard]] std::optional<std::string> misfit(const Member& member) const;
+  /// A connection refused for `reason` claimed to be `member`: when it looks like a rank of this
+  /// job (it agrees with the loader's ranks, and its rank is not connected), the loader's rounds
+  /// and watchers hear of it as gone, instead of waiting for it to the timeout.
+  void refused(const Member& member, const std::string& reason);
+  /// Decides the refusals of `loader`'s ranks kept until its rank 0 greeted.
+  void settle_refusals(const std::string& loader);
   /// Whether `member` may connect: rank 0, or a rank of a loader whose rank 0 greeted this server
   /// (or any, while no rank 0 did). A rank of rank 0's next loader, which will serve its own
   /// store once its previous loader (and this server) is gone, waits for that store instead.
@@ -119,7 +152,13 @@ class StoreServer {
   std::map<std::string, std::vector<std::byte>> values_;
   std::vector<Waiter> waiters_;
   std::map<std::string, Round> rounds_;
-  std::map<Member, std::string> departed_;
+  std::map<Member, Departure> departed_;
+  std::uint64_t departures_ = 0;
+  std::vector<Watcher> watchers_;
+  /// Per loader (a member's name), the first rank that greeted: the world size and fingerprint
+  /// the others must agree on.
+  std::map<std::string, Member> loaders_;
+  std::vector<std::pair<Member, std::string>> refusals_;  // refused before their rank 0 greeted
   /// The members whose rank 0 greeted this server and did not leave: the live loaders of the
   /// process serving it.
   std::set<std::string> hosted_;

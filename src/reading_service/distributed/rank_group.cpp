@@ -69,6 +69,8 @@ class StoreRankSync final : public RankSync {
 
   [[nodiscard]] std::size_t max_block() const noexcept override { return max_block_; }
 
+  void check_ranks() const override { group_->check_departures(); }
+
  private:
   [[nodiscard]] std::string key(Round round) const {
     return fmt::format("fullsync{}/{}/{}", index_, round.epoch, round.number);
@@ -85,11 +87,13 @@ class StoreRankSync final : public RankSync {
 
 }  // namespace
 
-RankGroup::RankGroup(LaunchEnvironment environment, const DistributedOptions& options, std::string prefix)
+RankGroup::RankGroup(LaunchEnvironment environment, const DistributedOptions& options, std::string prefix,
+                     RunIdentity identity)
     : environment_(std::move(environment)),
       where_(fmt::format("rank {} of {}", environment_.rank, environment_.world_size)),
       timeout_(options.timeout),
-      fullsync_block_(options.fullsync_block) {
+      fullsync_block_(options.fullsync_block),
+      identity_(std::move(identity)) {
   if (environment_.world_size == 1) return;
   if (options.store) {
     store_ = std::make_unique<PrefixStore>(options.store, "dpipe/" + prefix);
@@ -102,6 +106,15 @@ RankGroup::RankGroup(LaunchEnvironment environment, const DistributedOptions& op
   tcp_options_.timeout = options.timeout;
   tcp_options_.rank = environment_.rank;
   tcp_options_.member = std::move(prefix);
+  tcp_options_.world_size = environment_.world_size;
+  tcp_options_.fingerprint = identity_.pipeline + "-" + identity_.service;
+  tcp_options_.stall_warning = options.stall_warning;
+  tcp_options_.on_departure = [this](const std::string& why) {
+    const std::lock_guard lock(departure_mutex_);
+    if (departed_.load()) return;
+    departure_ = why;
+    departed_.store(true);
+  };
   where_ += fmt::format(" under {}, rank 0 serving the store at {}:{}", launcher_name(environment_.launcher),
                         environment_.store_host, environment_.store_port);
 }
@@ -130,6 +143,70 @@ std::uint64_t RankGroup::share_seed(std::uint64_t own, std::uint64_t epoch) {
   return decode<std::uint64_t>(values.front(), 0, *this, what);
 }
 
+template <class Call>
+auto RankGroup::on_store(const std::string& what, std::chrono::milliseconds timeout, Call call) {
+  const std::lock_guard lock(mutex_);
+  connect();
+  if (!store_) {
+    DPIPE_THROW(UsageError, "DistributedReadingService ({}): {}: the loader left the job (it was shut down)", where_,
+                what);
+  }
+  if (!std::exchange(met_, true)) meet();
+  return on_store_locked(what, timeout, std::move(call));
+}
+
+template <class Call>
+auto RankGroup::on_store_locked(const std::string& what, std::chrono::milliseconds timeout, Call call) {
+  const auto previous = store_->timeout();
+  if (timeout != previous) store_->set_timeout(timeout);
+  try {
+    auto result = call(*store_);
+    if (timeout != previous) store_->set_timeout(previous);
+    return result;
+  } catch (const Error& error) {
+    if (timeout != previous) store_->set_timeout(previous);
+    DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): {}: {}", where_, what, error.what());
+  }
+}
+
+namespace {
+
+std::string describe(const RunIdentity& identity) {
+  return fmt::format("starts epoch round {} {}, pipeline fingerprint {}, service fingerprint {}", identity.epoch,
+                     identity.restored ? "restored from a checkpoint" : "fresh", identity.pipeline, identity.service);
+}
+
+}  // namespace
+
+void RankGroup::restored(std::uint64_t epochs) {
+  identity_.epoch = epochs;
+  identity_.restored = true;
+}
+
+void RankGroup::meet() {
+  const std::string what = "meeting the other ranks";
+  const auto values = on_store_locked(what, timeout_, [&](Store& store) {
+    return store.exchange("run", to_bytes(identity_), "run", environment_.rank, environment_.world_size);
+  });
+  const auto first = decode<RunIdentity>(values.front(), 0, *this, what);
+  for (std::size_t rank = 1; rank < values.size(); ++rank) {
+    const auto other = decode<RunIdentity>(values[rank], rank, *this, what);
+    if (other != first) {
+      DPIPE_THROW(RendezvousError,
+                  "DistributedReadingService ({}): the ranks disagree about what they run: rank 0 {}; rank {} {} (a "
+                  "checkpoint of every rank restores them together; every rank builds the same pipeline and "
+                  "options)",
+                  where_, describe(first), rank, describe(other));
+    }
+  }
+}
+
+void RankGroup::check_departures() const {
+  if (!departed_.load(std::memory_order_relaxed)) return;
+  const std::lock_guard lock(departure_mutex_);
+  DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): {}", where_, departure_);
+}
+
 std::shared_ptr<RankSync> RankGroup::fullsync(std::size_t index) {
   if (environment_.world_size == 1) return nullptr;
   return std::make_shared<StoreRankSync>(shared_from_this(), index, std::max<std::size_t>(fullsync_block_, 1));
@@ -141,26 +218,6 @@ void RankGroup::leave() noexcept {
   if (tcp_) tcp_->leave();
   store_.reset();
   tcp_.reset();
-}
-
-template <class Call>
-auto RankGroup::on_store(const std::string& what, std::chrono::milliseconds timeout, Call call) {
-  const std::lock_guard lock(mutex_);
-  connect();
-  if (!store_) {
-    DPIPE_THROW(UsageError, "DistributedReadingService ({}): {}: the loader left the job (it was shut down)", where_,
-                what);
-  }
-  const auto previous = store_->timeout();
-  if (timeout != previous) store_->set_timeout(timeout);
-  try {
-    auto result = call(*store_);
-    if (timeout != previous) store_->set_timeout(previous);
-    return result;
-  } catch (const Error& error) {
-    if (timeout != previous) store_->set_timeout(previous);
-    DPIPE_THROW(RendezvousError, "DistributedReadingService ({}): {}: {}", where_, what, error.what());
-  }
 }
 
 std::vector<std::vector<std::byte>> RankGroup::exchange(const std::string& post, std::span<const std::byte> value,

@@ -2,6 +2,7 @@
 // RankGroup: one loader's place among the ranks of a distributed job: its store (under the
 // loader's prefix), seed sharing, and the fullsync rounds of its graph.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,8 +16,20 @@
 #include <dpipe/distributed/store.hpp>
 #include <dpipe/distributed/tcp_store.hpp>
 #include <dpipe/reading_service/distributed.hpp>
+#include <dpipe/serialization/serializer.hpp>
 
 namespace dpipe::detail::dist {
+
+/// What the ranks of a job must agree on to run together: the ranks compare it at their first
+/// round, and a rank that differs is a RendezvousError on every rank, naming both sides.
+struct RunIdentity {
+  std::uint64_t epoch = 0;  // the epoch rounds done before (a checkpoint's)
+  bool restored = false;    // from a checkpoint
+  std::string pipeline;     // a fingerprint of the pipeline (its nodes, types and settings)
+  std::string service;      // a fingerprint of the service's options
+  DPIPE_FIELDS(epoch, restored, pipeline, service)
+  friend bool operator==(const RunIdentity&, const RunIdentity&) = default;
+};
 
 /// Thread-safety: its functions may be called from several threads (the loader's, a prefetch
 /// thread reading fullsync); they take turns on the store.
@@ -26,8 +39,8 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
   /// others through `options.store` or a TcpStore that rank 0 serves. A world of one meets nobody
   /// and opens no socket. The TcpStore starts at the first call that needs it, not here: a
   /// service after this one (worker processes) forks first, so that no child is forked while
-  /// the store's thread runs.
-  RankGroup(LaunchEnvironment environment, const DistributedOptions& options, std::string prefix);
+  /// the store's thread runs. `identity`: what this rank runs, compared at the first round.
+  RankGroup(LaunchEnvironment environment, const DistributedOptions& options, std::string prefix, RunIdentity identity);
   /// Leaves the job.
   ~RankGroup();
   RankGroup(const RankGroup&) = delete;
@@ -39,13 +52,18 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
 
   /// Rank 0's `own` value of epoch round `epoch` (every rank calls it with its own).
   std::uint64_t share_seed(std::uint64_t own, std::uint64_t epoch);
+  /// This rank runs from a checkpoint, after `epochs` epoch rounds (before the first round).
+  void restored(std::uint64_t epochs);
+  /// Throws RendezvousError when the store told that another rank is gone; never waits.
+  void check_departures() const;
   /// The agreement of the `index`-th fullsync node of the graph; null for a world of one.
   [[nodiscard]] std::shared_ptr<RankSync> fullsync(std::size_t index);
   /// Tells the other ranks this rank leaves on purpose, and closes the store. Never throws.
   void leave() noexcept;
 
   /// Store::exchange of this rank, waiting at most `timeout`; RendezvousError (with `what` and
-  /// this rank's place) for any failure of the store.
+  /// this rank's place) for any failure of the store. The first one first meets the other ranks
+  /// and compares what they run: RendezvousError naming both sides of a disagreement.
   std::vector<std::vector<std::byte>> exchange(const std::string& post, std::span<const std::byte> value,
                                                const std::string& collect, std::chrono::milliseconds timeout,
                                                const std::string& what);
@@ -65,16 +83,28 @@ class RankGroup : public std::enable_shared_from_this<RankGroup> {
   /// Starts dpipe's TcpStore, unless the trainer brought a store, or it runs, or the rank left;
   /// waits for the store `patience` at most (default: the loader's timeout).
   void connect(std::optional<std::chrono::milliseconds> patience = std::nullopt);
-  /// Runs `call` on the store with `timeout`, one call at a time; RendezvousError naming `what`
-  /// for its failures.
+  /// Compares this rank's identity with every rank's, at the first call on the store (under the
+  /// mutex, connected).
+  void meet();
+  /// Runs `call` on the store with `timeout`, one call at a time, connected, after meeting the
+  /// other ranks; RendezvousError naming `what` for its failures.
   template <class Call>
   auto on_store(const std::string& what, std::chrono::milliseconds timeout, Call call);
+  /// on_store() with the mutex held and the store connected.
+  template <class Call>
+  auto on_store_locked(const std::string& what, std::chrono::milliseconds timeout, Call call);
+
+  RunIdentity identity_;
+  bool met_ = false;
+  std::atomic<bool> departed_{false};  // the store told that another rank is gone...
+  mutable std::mutex departure_mutex_;
+  std::string departure_;  // ...and why
 
   TcpStoreOptions tcp_options_;    // dpipe's own store, when the trainer brought none...
   std::shared_ptr<TcpStore> tcp_;  // ...once it started
   bool left_ = false;
-  std::unique_ptr<Store> store_;   // the loader's view of the store, keys under its prefix
-  std::mutex mutex_;               // one call on the store at a time
+  std::unique_ptr<Store> store_;  // the loader's view of the store, keys under its prefix
+  std::mutex mutex_;              // one call on the store at a time
 };
 
 }  // namespace dpipe::detail::dist
