@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include <dpipe/core/error.hpp>
@@ -17,16 +18,20 @@ HoldBackSource::HoldBackSource(std::unique_ptr<CheckedSource> inner, std::uint64
     : inner_(std::move(inner)), hold_back_(hold_back) {}
 
 bool HoldBackSource::fill() {
-  if (begin_ == end_) begin_ = end_ = 0;
-  if (held_.size() - end_ < kBlock && begin_ > 0) {
-    std::memmove(held_.data(), held_.data() + begin_, end_ - begin_);
-    end_ -= std::exchange(begin_, 0);
+  if (chunks_.empty() || chunks_.back().size == kBlock) {
+    Chunk chunk;
+    if (spare_.empty()) {
+      chunk.bytes = std::make_unique_for_overwrite<char[]>(kBlock);
+    } else {
+      chunk.bytes = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    chunks_.push_back(std::move(chunk));
   }
-  if (held_.size() - end_ < kBlock)  // doubling, up to what hold_back needs
-    held_.resize(std::max(end_ + kBlock, static_cast<std::size_t>(std::min<std::uint64_t>(
-                                             std::uint64_t{held_.size()} * 2, hold_back_ + kBlock))));
-  const std::size_t got = read_source(held_.data() + end_, kBlock);
-  end_ += got;
+  auto& back = chunks_.back();
+  const std::size_t got = read_source(back.bytes.get() + back.size, kBlock - back.size);
+  back.size += got;
+  held_ += got;
   return got > 0;
 }
 
@@ -49,21 +54,35 @@ std::size_t HoldBackSource::read(char* data, std::size_t size) {
     passed_on_ += got;
     return got;
   }
-  std::size_t ready = 0;  // held bytes that may be passed on
+  std::uint64_t ready = 0;  // held bytes that may be passed on
   while (ready == 0) {
-    const std::uint64_t checked = ended_ ? passed_on_ + (end_ - begin_) : inner_->checked();
-    ready = static_cast<std::size_t>(std::min<std::uint64_t>(end_ - begin_, checked - std::min(checked, passed_on_)));
+    const std::uint64_t checked = ended_ ? passed_on_ + held_ : inner_->checked();
+    ready = std::min(held_, checked - std::min(checked, passed_on_));
     if (ready > 0) break;
     if (ended_) return 0;
-    if (end_ - begin_ >= hold_back_) {
-      ready = end_ - begin_;  // the unit is longer than hold_back: its bytes go on unchecked
+    if (held_ >= hold_back_) {
+      ready = held_;  // the unit is longer than hold_back: its bytes go on unchecked
       break;
     }
     ended_ = !fill();
   }
-  const std::size_t count = std::min(size, ready);
-  std::memcpy(data, held_.data() + begin_, count);
-  begin_ += count;
+  const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(size, ready));
+  for (std::size_t copied = 0; copied < count;) {
+    auto& front = chunks_.front();
+    const std::size_t piece = std::min(count - copied, front.size - begin_);
+    std::memcpy(data + copied, front.bytes.get() + begin_, piece);
+    copied += piece;
+    begin_ += piece;
+    if (begin_ < front.size) continue;
+    begin_ = 0;
+    if (chunks_.size() == 1) {
+      front.size = 0;
+    } else {
+      spare_.push_back(std::move(front.bytes));
+      chunks_.pop_front();
+    }
+  }
+  held_ -= count;
   passed_on_ += count;
   return count;
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,12 @@ class HoldBackSource final : public ByteSource {
   std::size_t read(char* data, std::size_t size) override;
 
  private:
+  /// A block of bytes read from the source.
+  struct Chunk {
+    std::unique_ptr<char[]> bytes;
+    std::size_t size = 0;
+  };
+
   /// Reads one block of the source behind the held bytes; false at its end.
   bool fill();
   /// Reads the source; its failure names the bytes passed on unchecked, if any.
@@ -42,9 +49,12 @@ class HoldBackSource final : public ByteSource {
 
   std::unique_ptr<CheckedSource> inner_;
   std::uint64_t hold_back_;
-  std::vector<char> held_;
-  std::size_t begin_ = 0;  // held_[begin_, end_) are read from the source, not passed on
-  std::size_t end_ = 0;
+  // Fixed-size chunks, not one growing buffer: a long member costs no copies while it grows, and
+  // the chunks passed on are reused for the next bytes.
+  std::deque<Chunk> chunks_;                    // bytes read from the source, from begin_ in the first
+  std::vector<std::unique_ptr<char[]>> spare_;  // chunks passed on, for reuse
+  std::size_t begin_ = 0;
+  std::uint64_t held_ = 0;       // bytes in chunks_ not passed on
   std::uint64_t passed_on_ = 0;  // bytes read() returned
   bool ended_ = false;           // the source ended: every held byte is checked
 };
