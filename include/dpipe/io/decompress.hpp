@@ -4,7 +4,8 @@
 /// decompressor (gzip, bz2, xz / lzma, zstd), detected from the file's extension or given.
 /// Stateless: readers downstream save the decompressed offset, and a restore decompresses the one
 /// file it is in up to that offset. Decompressed bytes are held back until their integrity check
-/// passes (DecompressOptions::hold_back), so no reader yields what a corrupt stream produced.
+/// passes (DecompressOptions::hold_back), so no reader yields what a corrupt member or stream
+/// produced, as long as it is not longer than hold_back.
 
 #include <cstdint>
 #include <memory>
@@ -48,9 +49,9 @@ struct DecompressOptions {
   /// The most decompressed bytes held back until the check that covers them passes: a gzip
   /// member's CRC32 and length, or for bz2, xz, lzma and zstd the end of the stream, where every
   /// check of its blocks or frames has passed (libarchive, which decodes them, does not tell where
-  /// one ends). A longer member or stream is passed on in pieces of hold_back bytes unchecked,
-  /// and a DataError met after that says how many of its bytes went on unchecked and from which
-  /// offset. 0 holds nothing back. Each open file holds up to this much memory.
+  /// one ends). A longer member or stream is passed on unchecked whenever hold_back bytes of it
+  /// wait, and a DataError met after that says how many of its bytes went on unchecked and from
+  /// which offset. 0 holds nothing back. Each open file holds up to this much memory (and 256 KiB).
   std::uint64_t hold_back = kDefaultHoldBack;
   /// A file whose compression cannot be told from its extension: raise, or skip it.
   OnError on_error = {};
