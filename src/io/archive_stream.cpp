@@ -7,8 +7,10 @@
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/io/byte_source.hpp>
+#include <dpipe/io/decompress.hpp>
 
 #include "io/gzip_source.hpp"
+#include "io/hold_back.hpp"
 
 namespace dpipe::io::detail {
 namespace {
@@ -46,7 +48,9 @@ ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view
   if (kind == ArchiveKind::kTar) {
     pending_ = read_head(file_, buffer_, node);
     if (starts_as_gzip({buffer_.data(), pending_})) {
-      gunzip_ = std::make_unique<GzipSource>(std::move(file_), std::string_view(buffer_.data(), pending_), node);
+      gunzip_ = std::make_unique<HoldBackSource>(
+          std::make_unique<GzipSource>(std::move(file_), std::string_view(buffer_.data(), pending_), node),
+          kDefaultHoldBack);
       pending_ = 0;
     }
   }

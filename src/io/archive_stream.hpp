@@ -41,7 +41,8 @@ struct ArchiveMember {
 };
 
 /// libarchive over an OpenedFile. A gzip-compressed tar is decompressed by GzipSource, which
-/// checks the gzip trailers libarchive's filter ignores; libarchive then reads a plain tar (other
+/// checks the gzip trailers libarchive's filter ignores, and each member's bytes are held back
+/// until its trailer matched (up to kDefaultHoldBack); libarchive then reads a plain tar (other
 /// compressors go through libarchive's filters). read_* failures are SourceFailure with libarchive's
 /// reason, or the DataError the file itself raised. Thread-safety: one thread at a time.
 class ArchiveStream {

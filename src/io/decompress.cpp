@@ -2,6 +2,7 @@
 #include <array>
 #include <charconv>
 #include <memory>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "io/archive_stream.hpp"
 #include "io/gzip_source.hpp"
+#include "io/hold_back.hpp"
 #include "io/opener_registry.hpp"
 
 namespace dpipe::io {
@@ -56,8 +58,9 @@ class LimitedSource final : public ByteSource {
   std::uint64_t produced_ = 0;
 };
 
-/// One stream through one of libarchive's filters (all formats but gzip).
-class FilteredSource final : public ByteSource {
+/// One stream through one of libarchive's filters (all formats but gzip). libarchive does not
+/// tell where a block or frame ends, so the stream is the unit its checks cover.
+class FilteredSource final : public detail::CheckedSource {
  public:
   FilteredSource(OpenedFile file, const FormatInfo& info, std::string_view node)
       : stream_(std::move(file), detail::ArchiveKind::kCompressedStream, node, {info.filter, info.name}) {
@@ -66,6 +69,8 @@ class FilteredSource final : public ByteSource {
   }
 
   std::size_t read(char* data, std::size_t size) override { return at_end_ ? 0 : stream_.read(data, size); }
+  [[nodiscard]] std::uint64_t checked() const noexcept override { return 0; }
+  [[nodiscard]] std::string_view unit() const noexcept override { return "stream"; }
 
  private:
   detail::ArchiveStream stream_;
@@ -74,7 +79,7 @@ class FilteredSource final : public ByteSource {
 
 /// The decompressor of `file` in `format`; DataError naming `node` when the file does not start as
 /// `format` says.
-std::unique_ptr<ByteSource> decompressor(OpenedFile file, const FormatInfo& info, std::string_view node) {
+std::unique_ptr<detail::CheckedSource> decompressor(OpenedFile file, const FormatInfo& info, std::string_view node) {
   if (info.format != Compression::kGzip) return std::make_unique<FilteredSource>(std::move(file), info, node);
   std::vector<char> head(std::size_t{64} << 10);
   head.resize(detail::read_head(file, head, node));
@@ -105,7 +110,8 @@ std::optional<Compression> compression_of(std::string_view path) noexcept {
   return std::nullopt;
 }
 
-OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t max_bytes, std::string_view node) {
+OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t max_bytes, std::string_view node,
+                             std::uint64_t hold_back) {
   if (format == Compression::kDetect) {
     const auto detected = compression_of(file.path());
     if (!detected)
@@ -116,8 +122,11 @@ OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t 
   }
   const auto& info = *info_of(format);
   std::string path = file.path();
-  std::string origin = fmt::format("{}[{}]:{}", info.name, max_bytes, file.origin());
-  auto source = std::make_unique<LimitedSource>(decompressor(std::move(file), info, node), max_bytes);
+  std::string origin = hold_back == kDefaultHoldBack
+                           ? fmt::format("{}[{}]:{}", info.name, max_bytes, file.origin())
+                           : fmt::format("{}[{},{}]:{}", info.name, max_bytes, hold_back, file.origin());
+  auto checked = std::make_unique<detail::HoldBackSource>(decompressor(std::move(file), info, node), hold_back);
+  auto source = std::make_unique<LimitedSource>(std::move(checked), max_bytes);
   return {std::move(path), std::move(origin), std::move(source)};
 }
 
@@ -126,16 +135,21 @@ namespace detail {
 void add_decompressed_openers(const AddOpener& add) {
   for (const auto& info : kFormats) {
     add(info.name, [&info](const std::string& origin, std::string_view node) {
-      // "<format>[<max_bytes>]:<the compressed stream's origin>"
+      // "<format>[<max_bytes>]:<the compressed stream's origin>", or with ",<hold_back>" after
+      // <max_bytes> where it is not kDefaultHoldBack
       const std::string_view text = origin;
-      const auto limit_begin = info.name.size() + 1;
-      const auto limit_end = text.find("]:", limit_begin);
-      std::uint64_t max_bytes = 0;
-      if (text[info.name.size()] != '[' || limit_end == std::string_view::npos ||
-          std::from_chars(text.data() + limit_begin, text.data() + limit_end, max_bytes).ptr != text.data() + limit_end)
+      const auto settings_end = text.find("]:", info.name.size());
+      if (text[info.name.size()] != '[' || settings_end == std::string_view::npos)
         throw malformed_origin(origin, info.name, node);
-      auto inner = OpenedFile::reopen(std::string(text.substr(limit_end + 2)), 0, node);
-      return open_decompressed(std::move(inner), info.format, max_bytes, node);
+      const char* const end = text.data() + settings_end;
+      std::uint64_t max_bytes = 0;
+      std::uint64_t hold_back = kDefaultHoldBack;
+      auto parsed = std::from_chars(text.data() + info.name.size() + 1, end, max_bytes);
+      if (parsed.ec == std::errc{} && parsed.ptr != end && *parsed.ptr == ',')
+        parsed = std::from_chars(parsed.ptr + 1, end, hold_back);
+      if (parsed.ec != std::errc{} || parsed.ptr != end) throw malformed_origin(origin, info.name, node);
+      auto inner = OpenedFile::reopen(std::string(text.substr(settings_end + 2)), 0, node);
+      return open_decompressed(std::move(inner), info.format, max_bytes, node, hold_back);
     });
   }
 }
@@ -144,11 +158,12 @@ void add_decompressed_openers(const AddOpener& add) {
 
 NodeSettings Decompressor::settings() const {
   return {{"format", std::string(compression_name(options_.format))},
-          {"max_bytes", std::to_string(options_.max_bytes)}};
+          {"max_bytes", std::to_string(options_.max_bytes)},
+          {"hold_back", std::to_string(options_.hold_back)}};
 }
 
 OpenedFile Decompressor::make(OpenedFile file) {
-  return open_decompressed(std::move(file), options_.format, options_.max_bytes, label());
+  return open_decompressed(std::move(file), options_.format, options_.max_bytes, label(), options_.hold_back);
 }
 
 }  // namespace dpipe::io

@@ -79,10 +79,12 @@ std::size_t GzipSource::read(char* data, std::size_t size) {
     const int status = inflate(&stream, Z_NO_FLUSH);
     if (status == Z_STREAM_END) {
       between_members_ = true;
+      checked_ = returned_ + (wanted - stream.avail_out);
     } else if (status != Z_OK && status != Z_BUF_ERROR) {
       throw SourceFailure(fmt::format("corrupt gzip stream: {}", stream.msg != nullptr ? stream.msg : zError(status)));
     }
   }
+  returned_ += wanted - stream.avail_out;
   return wanted - stream.avail_out;
 }
 

@@ -5,13 +5,15 @@
 /// pass as other bytes. Private to src/io: no public header names zlib.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/opened_file.hpp>
+
+#include "io/hold_back.hpp"
 
 namespace dpipe::io::detail {
 
@@ -25,9 +27,9 @@ std::size_t read_head(OpenedFile& file, std::vector<char>& buffer, std::string_v
 /// The decompressed bytes of a gzip stream: one member or several concatenated (as `gzip -d`
 /// reads them), zero bytes after the last one ignored (as Python's gzip module does). A member
 /// whose trailer does not match its data, a truncated stream or bytes that are not gzip where a
-/// member should start are a SourceFailure; a read error of the file is its own DataError.
-/// Thread-safety: one thread at a time.
-class GzipSource final : public ByteSource {
+/// member should start are a SourceFailure; a read error of the file is its own DataError. The
+/// bytes of a member are checked() once its trailer matched. Thread-safety: one thread at a time.
+class GzipSource final : public CheckedSource {
  public:
   /// Decompresses `file`, whose first bytes, `head`, were already read from it. `node` names the
   /// node in the file's own errors.
@@ -37,6 +39,8 @@ class GzipSource final : public ByteSource {
   ~GzipSource() override;
 
   std::size_t read(char* data, std::size_t size) override;
+  [[nodiscard]] std::uint64_t checked() const noexcept override { return checked_; }
+  [[nodiscard]] std::string_view unit() const noexcept override { return "member"; }
 
  private:
   /// Refills the input from the file when it is used up; false at the end of the file.
@@ -49,6 +53,8 @@ class GzipSource final : public ByteSource {
   std::vector<char> input_;       // compressed bytes; zlib's next_in points into it
   bool between_members_ = false;  // the last member ended; the next byte starts another (or padding)
   bool ended_ = false;            // the stream ended cleanly
+  std::uint64_t returned_ = 0;    // bytes read() returned before this call
+  std::uint64_t checked_ = 0;     // bytes up to the end of the last member whose trailer matched
 };
 
 }  // namespace dpipe::io::detail

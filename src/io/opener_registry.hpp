@@ -32,7 +32,7 @@ using AddOpener = std::function<void(std::string_view scheme, Opener opener)>;
 
 /// "file:<path>" (opened_file.cpp).
 void add_file_opener(const AddOpener& add);
-/// "<format>[<max_bytes>]:<origin>" for gzip, bz2, xz, lzma and zstd (decompress.cpp).
+/// "<format>[<max_bytes>]:<origin>" (or "[<max_bytes>,<hold_back>]") for gzip, bz2, xz, lzma and zstd (decompress.cpp).
 void add_decompressed_openers(const AddOpener& add);
 /// "http[<settings>]:<url>" (read_from_http()'s origins) and http:// and https:// URLs, opened with
 /// the default HttpOptions (read_from_http.cpp).

@@ -402,7 +402,7 @@ TEST_CASE("decompress checks the gzip trailer and reads concatenated members", "
   }
 }
 
-TEST_CASE("decompress reports corrupt bz2 xz and zstd streams at the decompressed offset", "[io]") {
+TEST_CASE("decompress reports corrupt bz2 xz and zstd streams where the checked bytes end", "[io]") {
   TempDir dir;
   std::string text;
   for (int line = 0; line < 50000; ++line) text += "line " + std::to_string(line * 7919 % 100003) + "\n";
@@ -419,29 +419,26 @@ TEST_CASE("decompress reports corrupt bz2 xz and zstd streams at the decompresse
     flip_byte(path, filter == "zstd" ? second_zstd_block(path) : static_cast<std::int64_t>(fs::file_size(path) / 2));
     const auto lines = dpipe::iter::from(std::vector<std::string>{path}) | dpipe::io::open_files() |
                        dpipe::io::decompress() | dpipe::io::readlines({}, dpipe::io::lines_only);
-    CHECK_THAT(data_error_of(lines), Catch::Matches("readlines#[0-9]+: '" + path + "' byte offset [0-9]+: " + reason));
+    // The stream is held back whole: nothing of it was passed on.
+    CHECK_THAT(data_error_of(lines), Catch::Matches("readlines#[0-9]+: '" + path + "' byte offset 0: " + reason));
   }
 }
 
-TEST_CASE("load_from_tar checks the trailer of a gzip-compressed tar", "[io]") {
+TEST_CASE("load_from_tar yields no member of a gzip-compressed tar before its trailer is checked", "[io]") {
   TempDir dir;
   const std::string tgz = dir / "set.tar.gz";
   dpipe::testing::write_archive(tgz, "ustar", "gzip", {{"a", "alpha"}, {"b", noise(1 << 20, 1)}});
   flip_byte(tgz, -8);  // the CRC32 of the trailer: every byte inflates as written
   const auto members =
       dpipe::iter::from(std::vector<std::string>{tgz}) | dpipe::io::open_files() | dpipe::io::load_from_tar();
-  // The stream's end (and its trailer) is reached while the last member's bytes are read.
-  CHECK_THAT(data_error_of(members), Catch::Matches("load_from_tar#[0-9]+: '" + tgz +
-                                                    "' member 'b' byte offset 1024: corrupt gzip stream: "
-                                                    "incorrect data check"));
-  SECTION("a small .tar.gz is read whole when it opens: its error names no member") {
-    const std::string small = dir / "small.tar.gz";
-    dpipe::testing::write_archive(small, "ustar", "gzip", {{"a", "alpha"}});
-    flip_byte(small, -8);
-    CHECK_THAT(data_error_of(dpipe::iter::from(std::vector<std::string>{small}) | dpipe::io::open_files() |
-                             dpipe::io::load_from_tar()),
-               Catch::Matches("load_from_tar#[0-9]+: '" + small + "': corrupt gzip stream: incorrect data check"));
-  }
+  // The gzip member (the whole tar) is held back until its trailer: libarchive meets the error
+  // while it opens the tar, before member 'a' is yielded.
+  std::vector<std::string> yielded;
+  CHECK_THAT(data_error_of([&] {
+               for (auto& member : members) yielded.push_back(member.first);
+             }),
+             Catch::Matches("load_from_tar#[0-9]+: '" + tgz + "': corrupt gzip stream: incorrect data check"));
+  CHECK(yielded.empty());
   const std::string cut = dir / "cut.tar.gz";
   std::string big;
   for (int line = 0; line < 20000; ++line) big += std::to_string(line * 7919 % 100003) + "\n";
@@ -449,8 +446,7 @@ TEST_CASE("load_from_tar checks the trailer of a gzip-compressed tar", "[io]") {
   truncate_to(cut, fs::file_size(cut) / 2);
   CHECK_THAT(data_error_of(dpipe::iter::from(std::vector<std::string>{cut}) | dpipe::io::open_files() |
                            dpipe::io::load_from_tar()),
-             Catch::Matches("load_from_tar#[0-9]+: '" + cut +
-                            "' member 'big' byte offset 1024: truncated gzip stream: it ends inside a member"));
+             Catch::Matches("load_from_tar#[0-9]+: '" + cut + "': truncated gzip stream: it ends inside a member"));
 }
 
 TEST_CASE("load_from_zip reports truncated corrupt and oversized members and skips only them", "[io]") {

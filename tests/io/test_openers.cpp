@@ -238,6 +238,12 @@ TEST_CASE("dpipe's own origins reopen as checkpoints saved them", "[io][opener]"
   CHECK(gzip.path() == packed);
   CHECK(gzip.origin() == "gzip[0]:file:" + packed);
   CHECK(read_all(gzip) == "two\n");
+  // A hold_back other than the default travels in the origin.
+  auto held = OpenedFile::reopen("gzip[0,65536]:file:" + packed, 4, "test");
+  CHECK(held.origin() == "gzip[0,65536]:file:" + packed);
+  CHECK(read_all(held) == "two\n");
+  CHECK(data_error_of([&] { (void)OpenedFile::reopen("gzip[0,]:file:" + packed, 0, "test"); }) ==
+        "test: 'gzip[0,]:file:" + packed + "': cannot open: not an origin the 'gzip' opener reads");
 
   auto limited = OpenedFile::reopen("zstd[5]:file:" + zstd, 4, "test");
   CHECK(limited.origin() == "zstd[5]:file:" + zstd);
