@@ -631,7 +631,7 @@ TEST_CASE("TcpStore: a live server takes random frames and goes on serving", "[d
   CHECK(server.get_text("after") == "fuzz");
 }
 
-TEST_CASE("TcpStore: a rank of another world or fingerprint, or a seat taken, is refused at once naming both",
+TEST_CASE("TcpStore: a rank of another world or fingerprint or a seat taken is refused at once naming both",
           "[distributed][store]") {
   TcpStoreOptions options = server_options();
   options.rank = 0;
@@ -698,7 +698,7 @@ TEST_CASE("TcpStore: a wait logs who is missing every stall_warning", "[distribu
   }
 }
 
-TEST_CASE("TcpStore: a rank hears at once that another rank of its loader died, in no round",
+TEST_CASE("TcpStore: a rank hears at once that another rank of its loader died in no round",
           "[distributed][store][concurrency]") {
   // World of 3: rank 1 leaves on purpose (no news), then rank 2's process dies: rank 0, which
   // waits in no round, hears of rank 2.
