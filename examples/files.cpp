@@ -54,14 +54,16 @@ int main() {
   using Batch = std::vector<int>;
   auto make_loader = [&] {
     const auto decode_label = [](const dpipe::io::WebDatasetSample& sample) { return std::stoi(sample[".cls"]); };
+    const dpipe::io::WebDatasetOptions complete{.required_suffixes = {".txt", ".cls"},
+                                                .on_error = dpipe::OnError::skip()};
     auto labels = dpipe::iter::from(std::vector<std::string>{(dir / "shard-{0..3}.tar").string()})  // a pattern
-                  | dpipe::io::shard_expand()       // shard-0.tar ... shard-3.tar
-                  | dpipe::iter::shuffle()          // the same shard order in every worker
-                  | dpipe::iter::sharding_filter()  // each worker keeps its shards
-                  | dpipe::io::open_files()         // opened in the worker
-                  | dpipe::io::load_from_tar()      // (path, bytes) per member
-                  | dpipe::io::webdataset()         // members grouped by key: .txt and .cls
-                  | dpipe::iter::map(decode_label)  // decoded in the worker
+                  | dpipe::io::shard_expand()        // shard-0.tar ... shard-3.tar
+                  | dpipe::iter::shuffle()           // the same shard order in every worker
+                  | dpipe::iter::sharding_filter()   // each worker keeps its shards
+                  | dpipe::io::open_files()          // opened in the worker
+                  | dpipe::io::load_from_tar()       // (path, bytes) per member
+                  | dpipe::io::webdataset(complete)  // grouped by key; a sample without .txt or .cls is skipped
+                  | dpipe::iter::map(decode_label, dpipe::OnError::skip())  // decoded in the worker, or skipped
                   | dpipe::iter::batch(5);
     return dpipe::DataLoader2<Batch>(labels, dpipe::MultiProcessingReadingService({.num_workers = 2}));
   };
