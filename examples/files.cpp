@@ -2,6 +2,8 @@
 // its shards itself (4 tars of 25 samples, each sample a caption and a label), then reads them:
 // the shard names are expanded, shuffled and sharded in the trainer's graph, each worker opens
 // and unpacks only its own shards, and a checkpoint in the middle of the epoch resumes exactly.
+// Then a shard cut at a member boundary, read with WebDataset's helpers (rename, decode by suffix,
+// to_tuple): its incomplete last sample is skipped.
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -10,6 +12,7 @@
 #include <string>
 #include <unistd.h>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <dpipe/dpipe.hpp>
@@ -91,6 +94,33 @@ int main() {
   }
   std::printf("%d samples before the checkpoint, %d after: %d in all, label sum %d\n", before, after, before + after,
               label_sum);
+
+  // A shard cut after "00102.jpg": a whole tar to libarchive, whose last sample has no label.
+  const auto cut = (dir / "cut.tar").string();
+  write_tar(cut, {{"00100.jpg", "jpeg-100"},
+                  {"00100.cls", "100"},
+                  {"00101.png", "png-101"},
+                  {"00101.cls", "101"},
+                  {"00102.jpg", "jpeg-102"}});
+  // [helpers]
+  using Field = std::variant<std::string, int>;  // what the decoders make
+  const dpipe::io::FieldDecoders<Field> decoders{
+      {".image", [](const std::string& bytes) { return "decoded " + bytes; }},  // an image decoder would be here
+      {".cls", [](const std::string& bytes) { return std::stoi(bytes); }},
+  };
+  const dpipe::io::WebDatasetOptions labelled{.required_suffixes = {".jpg;.png", ".cls"},
+                                              .on_error = dpipe::OnError::skip()};
+  auto pairs = dpipe::iter::from(std::vector<std::string>{cut})                         // one shard
+               | dpipe::io::open_files()                                                // opened
+               | dpipe::io::load_from_tar()                                             // (path, bytes) per member
+               | dpipe::io::webdataset(labelled)                                        // 00102 has no .cls: skipped
+               | dpipe::iter::map(dpipe::io::rename_fields({{".image", ".jpg;.png"}}))  // either is ".image"
+               | dpipe::iter::map(dpipe::io::decode_fields(decoders))                   // by suffix
+               | dpipe::iter::map(dpipe::io::to_tuple<std::string, int>(".image", ".cls"));  // (image, label)
+  std::string read;
+  for (const auto& [image, label] : pairs) read += " (" + image + ", " + std::to_string(label) + ")";
+  // [helpers]
+  std::printf("cut shard:%s\n", read.c_str());
   std::filesystem::remove_all(dir);
   return 0;
 }

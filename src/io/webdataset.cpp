@@ -3,6 +3,7 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/io/webdataset.hpp>
+#include <dpipe/io/webdataset_fields.hpp>
 
 namespace dpipe::io {
 namespace detail {
@@ -20,6 +21,11 @@ void check_suffixes(std::string_view who, std::string_view suffixes, bool altern
                   suffixes);
     return false;
   });
+}
+
+void throw_field_type(std::string_view key, std::string_view suffix, std::string_view type) {
+  DPIPE_THROW(InvalidArgument, "webdataset: the field '{}' of the sample '{}' holds another type than {}", suffix, key,
+              type);
 }
 
 }  // namespace detail
@@ -97,6 +103,13 @@ void WebDatasetGrouper::check_required(const WebDatasetSample& sample) const {
   const auto name = slash == std::string::npos ? sample.key : sample.key.substr(slash + 1);
   throw DataError(label(), {.path = shard},
                   fmt::format("the sample '{}' lacks {} (it has {})", name, missing, sample.suffix_list()));
+}
+
+bool RenameFields::named(std::string_view suffix) const {
+  return std::any_of(aliases_.begin(), aliases_.end(), [&](const auto& alias) {
+    return alias.first == suffix ||
+           detail::any_suffix(alias.second, [&](std::string_view named) { return named == suffix; });
+  });
 }
 
 bool WebDatasetGrouper::save_state(StateWriter& writer) const {

@@ -1,9 +1,12 @@
 // WebDataset beyond grouping: required suffixes (a shard cut at a member boundary, raised and
-// skipped, restored mid-epoch), with their exact errors. Shards are written by libarchive's
-// writer in a fresh directory per test.
+// skipped, restored mid-epoch), and the helpers on samples: rename_fields, decode_fields and
+// to_tuple, with their exact errors, in process and in two workers. Shards are written by
+// libarchive's writer in a fresh directory per test.
 
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <variant>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -14,6 +17,7 @@
 #include "support/archive_writer.hpp"
 #include "support/battery.hpp"
 #include "support/data_error.hpp"
+#include "support/io_workers.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -39,6 +43,8 @@ WebDatasetSample caption_sample(const std::string& shard, int number) {
   return {shard + "/00" + std::to_string(number),
           {{".txt", "caption " + std::to_string(number)}, {".cls", std::to_string(number)}}};
 }
+
+using Field = std::variant<std::string, int>;
 
 }  // namespace
 
@@ -100,4 +106,82 @@ TEST_CASE("webdataset refuses a sample without a required suffix: a shard cut at
           dpipe::NodeSettings{{"required_suffixes", ".jpg;.png,.cls"}});
     CHECK(make({}).ptr()->settings().empty());
   }
+}
+
+TEST_CASE("rename_fields gives fields aliases as webdataset's rename does", "[io]") {
+  const auto rename = dpipe::io::rename_fields({{".image", ".jpg;.png"}, {".label", ".cls"}});
+  const WebDatasetSample sample{"a.tar/000", {{".png", "p"}, {".json", "m"}, {".cls", "0"}, {".label", "old"}}};
+  CHECK(rename(sample) == WebDatasetSample{"a.tar/000", {{".json", "m"}, {".image", "p"}, {".label", "0"}}});
+  // Both alternatives leave the sample; the first one present is taken.
+  CHECK(rename(WebDatasetSample{"a.tar/001", {{".png", "p"}, {".jpg", "j"}, {".cls", "1"}}}) ==
+        WebDatasetSample{"a.tar/001", {{".image", "j"}, {".label", "1"}}});
+  // Two aliases of one field both get its bytes.
+  CHECK(dpipe::io::rename_fields({{".a", ".cls"}, {".b", ".cls"}})(WebDatasetSample{"k", {{".cls", "7"}}}) ==
+        WebDatasetSample{"k", {{".a", "7"}, {".b", "7"}}});
+  CHECK_THROWS_AS(rename(WebDatasetSample{"a.tar/002", {{".cls", "2"}}}), dpipe::KeyError);
+  CHECK_THROWS_WITH(rename(WebDatasetSample{"a.tar/002", {{".cls", "2"}}}),
+                    "webdataset: the sample 'a.tar/002' has no field '.jpg;.png' (it has .cls)");
+  CHECK_THROWS_WITH(dpipe::io::rename_fields({{".image", "jpg;png"}}),
+                    "rename_fields: the suffix 'jpg;png' does not start with '.' (write \".cls\", not \"cls\")");
+  CHECK_THROWS_WITH(dpipe::io::rename_fields({{".a;.b", ".jpg"}}),
+                    "rename_fields: the suffix '.a;.b' names alternatives (';'); name one suffix");
+}
+
+TEST_CASE("decode_fields decodes each field by its suffix", "[io]") {
+  const auto decode =
+      dpipe::io::decode_fields<Field>({{".txt", [](const std::string& bytes) { return bytes + "!"; }},
+                                       {".cls", [](const std::string& bytes) { return std::stoi(bytes); }}});
+  const WebDatasetSample sample{"a.tar/000", {{".cls", "7"}, {".json", "{}"}, {".txt", "cap"}}};
+  const auto decoded = decode(sample);
+  CHECK(decoded == dpipe::io::BasicWebDatasetSample<Field>{"a.tar/000", {{".cls", Field(7)}, {".txt", Field("cap!")}}});
+  CHECK(std::get<int>(decoded[".cls"]) == 7);
+  // Decoded samples cross process boundaries as the raw ones do.
+  CHECK(dpipe::from_bytes<dpipe::io::BasicWebDatasetSample<Field>>(dpipe::to_bytes(decoded)) == decoded);
+  // A decoder's exception passes through.
+  CHECK_THROWS_AS(decode(WebDatasetSample{"a.tar/001", {{".cls", "x"}}}), std::invalid_argument);
+  CHECK_THROWS_WITH(dpipe::io::decode_fields<int>({{"cls", [](const std::string&) { return 0; }}}),
+                    "decode_fields: the suffix 'cls' does not start with '.' (write \".cls\", not \"cls\")");
+}
+
+TEST_CASE("to_tuple takes fields out as a tuple", "[io]") {
+  const WebDatasetSample sample{"a.tar/000", {{".png", "p"}, {".cls", "0"}}};
+  CHECK(dpipe::io::to_tuple(".jpg;.png", ".cls")(sample) == std::tuple<std::string, std::string>{"p", "0"});
+  CHECK(dpipe::io::to_tuple(".cls", ".cls")(sample) == std::tuple<std::string, std::string>{"0", "0"});
+  CHECK_THROWS_AS(dpipe::io::to_tuple(".cls", ".jpg")(sample), dpipe::KeyError);
+  CHECK_THROWS_WITH(dpipe::io::to_tuple(".cls", ".jpg")(sample),
+                    "webdataset: the sample 'a.tar/000' has no field '.jpg' (it has .png, .cls)");
+  const dpipe::io::BasicWebDatasetSample<Field> decoded{"a.tar/000", {{".txt", Field("cap")}, {".cls", Field(7)}}};
+  CHECK(dpipe::io::to_tuple<std::string, int>(".txt", ".cls")(decoded) == std::tuple<std::string, int>{"cap", 7});
+  CHECK(dpipe::io::to_tuple(".cls")(decoded) == std::tuple<Field>{Field(7)});
+  const auto ints = dpipe::io::to_tuple<int, int>(".txt", ".cls");
+  CHECK_THROWS_AS(ints(decoded), dpipe::InvalidArgument);
+  CHECK_THROWS_WITH(ints(decoded),
+                    "webdataset: the field '.txt' of the sample 'a.tar/000' holds another type than int");
+  CHECK_THROWS_WITH(dpipe::io::to_tuple("cls"),
+                    "to_tuple: the suffix 'cls' does not start with '.' (write \".cls\", not \"cls\")");
+}
+
+TEST_CASE("webdataset helpers in a pipeline skip incomplete samples in process and in two workers", "[io]") {
+  TempDir dir;
+  const std::string gap = dir / "shard-0.tar";
+  const std::string cut = dir / "shard-1.tar";
+  auto members = caption_members(0, 2);
+  members.erase(members.begin() + 2);  // "001.txt"
+  dpipe::testing::write_archive(gap, "ustar", "none", members);
+  dpipe::testing::write_archive(cut, "ustar", "none", caption_members(3, 5));
+  fs::resize_file(cut, 5 * 1024);  // the end of "005.txt"
+  const auto pipeline = [&] {
+    return dpipe::iter::from(std::vector<std::string>{gap, cut}) | dpipe::iter::shuffle() |
+           dpipe::iter::sharding_filter() | dpipe::io::open_files() | dpipe::io::load_from_tar() |
+           dpipe::io::webdataset({.required_suffixes = {".cls"}, .on_error = dpipe::OnError::skip()}) |  // 005
+           dpipe::iter::map(dpipe::io::rename_fields({{".caption", ".txt"}}), dpipe::OnError::skip()) |  // 001
+           dpipe::iter::map(
+               dpipe::io::decode_fields<Field>({{".caption", [](const std::string& bytes) { return bytes; }},
+                                                {".cls", [](const std::string& bytes) { return std::stoi(bytes); }}})) |
+           dpipe::iter::map(dpipe::io::to_tuple<std::string, int>(".caption", ".cls"));
+  };
+  const std::vector<std::tuple<std::string, int>> expected{
+      {"caption 0", 0}, {"caption 2", 2}, {"caption 3", 3}, {"caption 4", 4}};
+  CHECK(dpipe::testing::sorted(dpipe::testing::collect(pipeline())) == expected);
+  dpipe::testing::check_workers(pipeline, expected);
 }
