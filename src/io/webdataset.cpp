@@ -84,10 +84,13 @@ std::optional<WebDatasetSample> WebDatasetGrouper::next_sample() {
       return sample;
     }
     if (!sample) sample = WebDatasetSample{std::move(key), {}};
-    if (auto* same = sample->find(suffix)) {
-      *same = std::move(member->second);
+    auto& fields = sample->fields;  // a member's suffix is matched exactly: ';' names no alternatives here
+    const auto same =
+        std::find_if(fields.begin(), fields.end(), [&](const auto& field) { return field.first == suffix; });
+    if (same != fields.end()) {
+      same->second = std::move(member->second);
     } else {
-      sample->fields.emplace_back(std::move(suffix), std::move(member->second));
+      fields.emplace_back(std::move(suffix), std::move(member->second));
     }
   }
   return sample;

@@ -108,6 +108,16 @@ TEST_CASE("webdataset refuses a sample without a required suffix: a shard cut at
   }
 }
 
+TEST_CASE("webdataset groups a member whose suffix names alternatives by its exact suffix", "[io]") {
+  TempDir dir;
+  const std::string shard = dir / "shard-0.tar";
+  dpipe::testing::write_archive(shard, "ustar", "none", {{"000.a", "1"}, {"000.a;b", "2"}, {"000.a", "3"}});
+  const auto samples =
+      dpipe::testing::collect(dpipe::iter::from(std::vector<std::string>{shard}) | dpipe::io::open_files() |
+                              dpipe::io::load_from_tar() | dpipe::io::webdataset());
+  CHECK(samples == std::vector<WebDatasetSample>{{shard + "/000", {{".a", "3"}, {".a;b", "2"}}}});
+}
+
 TEST_CASE("rename_fields gives fields aliases as webdataset's rename does", "[io]") {
   const auto rename = dpipe::io::rename_fields({{".image", ".jpg;.png"}, {".label", ".cls"}});
   const WebDatasetSample sample{"a.tar/000", {{".png", "p"}, {".json", "m"}, {".cls", "0"}, {".label", "old"}}};
