@@ -2,6 +2,8 @@
 // its shards itself (4 tars of 25 samples, each sample a caption and a label), then reads them:
 // the shard names are expanded, shuffled and sharded in the trainer's graph, each worker opens
 // and unpacks only its own shards, and a checkpoint in the middle of the epoch resumes exactly.
+// Then a shard cut at a member boundary, read with WebDataset's helpers (rename, decode by suffix,
+// to_tuple): its incomplete last sample is skipped.
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -10,6 +12,7 @@
 #include <string>
 #include <unistd.h>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <dpipe/dpipe.hpp>
@@ -54,14 +57,16 @@ int main() {
   using Batch = std::vector<int>;
   auto make_loader = [&] {
     const auto decode_label = [](const dpipe::io::WebDatasetSample& sample) { return std::stoi(sample[".cls"]); };
+    const dpipe::io::WebDatasetOptions complete{.required_suffixes = {".txt", ".cls"},
+                                                .on_error = dpipe::OnError::skip()};
     auto labels = dpipe::iter::from(std::vector<std::string>{(dir / "shard-{0..3}.tar").string()})  // a pattern
-                  | dpipe::io::shard_expand()       // shard-0.tar ... shard-3.tar
-                  | dpipe::iter::shuffle()          // the same shard order in every worker
-                  | dpipe::iter::sharding_filter()  // each worker keeps its shards
-                  | dpipe::io::open_files()         // opened in the worker
-                  | dpipe::io::load_from_tar()      // (path, bytes) per member
-                  | dpipe::io::webdataset()         // members grouped by key: .txt and .cls
-                  | dpipe::iter::map(decode_label)  // decoded in the worker
+                  | dpipe::io::shard_expand()        // shard-0.tar ... shard-3.tar
+                  | dpipe::iter::shuffle()           // the same shard order in every worker
+                  | dpipe::iter::sharding_filter()   // each worker keeps its shards
+                  | dpipe::io::open_files()          // opened in the worker
+                  | dpipe::io::load_from_tar()       // (path, bytes) per member
+                  | dpipe::io::webdataset(complete)  // grouped by key; a sample without .txt or .cls is skipped
+                  | dpipe::iter::map(decode_label, dpipe::OnError::skip())  // decoded in the worker, or skipped
                   | dpipe::iter::batch(5);
     return dpipe::DataLoader2<Batch>(labels, dpipe::MultiProcessingReadingService({.num_workers = 2}));
   };
@@ -89,6 +94,33 @@ int main() {
   }
   std::printf("%d samples before the checkpoint, %d after: %d in all, label sum %d\n", before, after, before + after,
               label_sum);
+
+  // A shard cut after "00102.jpg": a whole tar to libarchive, whose last sample has no label.
+  const auto cut = (dir / "cut.tar").string();
+  write_tar(cut, {{"00100.jpg", "jpeg-100"},
+                  {"00100.cls", "100"},
+                  {"00101.png", "png-101"},
+                  {"00101.cls", "101"},
+                  {"00102.jpg", "jpeg-102"}});
+  // [helpers]
+  using Field = std::variant<std::string, int>;  // what the decoders make
+  const dpipe::io::FieldDecoders<Field> decoders{
+      {".image", [](const std::string& bytes) { return "decoded " + bytes; }},  // an image decoder would be here
+      {".cls", [](const std::string& bytes) { return std::stoi(bytes); }},
+  };
+  const dpipe::io::WebDatasetOptions labelled{.required_suffixes = {".jpg;.png", ".cls"},
+                                              .on_error = dpipe::OnError::skip()};
+  auto pairs = dpipe::iter::from(std::vector<std::string>{cut})                         // one shard
+               | dpipe::io::open_files()                                                // opened
+               | dpipe::io::load_from_tar()                                             // (path, bytes) per member
+               | dpipe::io::webdataset(labelled)                                        // 00102 has no .cls: skipped
+               | dpipe::iter::map(dpipe::io::rename_fields({{".image", ".jpg;.png"}}))  // either is ".image"
+               | dpipe::iter::map(dpipe::io::decode_fields(decoders))                   // by suffix
+               | dpipe::iter::map(dpipe::io::to_tuple<std::string, int>(".image", ".cls"));  // (image, label)
+  std::string read;
+  for (const auto& [image, label] : pairs) read += " (" + image + ", " + std::to_string(label) + ")";
+  // [helpers]
+  std::printf("cut shard:%s\n", read.c_str());
   std::filesystem::remove_all(dir);
   return 0;
 }

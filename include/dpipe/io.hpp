@@ -25,4 +25,5 @@
 #include <dpipe/io/shard_expand.hpp>
 #include <dpipe/io/tfrecord.hpp>
 #include <dpipe/io/webdataset.hpp>
+#include <dpipe/io/webdataset_fields.hpp>
 #include <dpipe/io/with_path.hpp>

@@ -3,21 +3,32 @@
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/io/webdataset.hpp>
+#include <dpipe/io/webdataset_fields.hpp>
 
 namespace dpipe::io {
+namespace detail {
 
-const std::string* WebDatasetSample::find(std::string_view suffix) const noexcept {
-  for (const auto& [name, bytes] : fields)
-    if (name == suffix) return &bytes;
-  return nullptr;
+void throw_missing_field(std::string_view key, std::string_view suffixes, std::string_view present) {
+  DPIPE_THROW(KeyError, "webdataset: the sample '{}' has no field '{}' (it has {})", key, suffixes, present);
 }
 
-const std::string& WebDatasetSample::operator[](std::string_view suffix) const {
-  if (const auto* bytes = find(suffix)) return *bytes;
-  std::string suffixes;
-  for (const auto& field : fields) suffixes += (suffixes.empty() ? "" : ", ") + field.first;
-  DPIPE_THROW(KeyError, "webdataset: the sample '{}' has no field '{}' (it has {})", key, suffix, suffixes);
+void check_suffixes(std::string_view who, std::string_view suffixes, bool alternatives) {
+  if (!alternatives && suffixes.find(';') != std::string_view::npos)
+    DPIPE_THROW(InvalidArgument, "{}: the suffix '{}' names alternatives (';'); name one suffix", who, suffixes);
+  any_suffix(suffixes, [&](std::string_view suffix) {
+    if (suffix.size() < 2 || suffix.front() != '.')
+      DPIPE_THROW(InvalidArgument, "{}: the suffix '{}' does not start with '.' (write \".cls\", not \"cls\")", who,
+                  suffixes);
+    return false;
+  });
 }
+
+void throw_field_type(std::string_view key, std::string_view suffix, std::string_view type) {
+  DPIPE_THROW(InvalidArgument, "webdataset: the field '{}' of the sample '{}' holds another type than {}", suffix, key,
+              type);
+}
+
+}  // namespace detail
 
 std::pair<std::string, std::string> webdataset_split(std::string_view path) {
   std::string normal(path);
@@ -28,12 +39,41 @@ std::pair<std::string, std::string> webdataset_split(std::string_view path) {
   return {normal.substr(0, dot), normal.substr(dot)};
 }
 
+WebDatasetGrouper::WebDatasetGrouper(const IterPipe<PathBytes>& members, WebDatasetOptions options)
+    : IterDataPipe<WebDatasetSample>(std::string(kName)),
+      members_(members.ptr()),
+      options_(std::move(options)),
+      skipper_(options_.on_error) {
+  for (const auto& suffixes : options_.required_suffixes) detail::check_suffixes(kName, suffixes);
+}
+
+NodeSettings WebDatasetGrouper::settings() const {
+  if (options_.required_suffixes.empty()) return {};
+  std::string required;
+  for (const auto& suffixes : options_.required_suffixes) required += (required.empty() ? "" : ",") + suffixes;
+  return {{"required_suffixes", required}};
+}
+
 void WebDatasetGrouper::reset_impl() {
   ahead_.reset();
+  skipper_.reset();
   members_.reset();
 }
 
 std::optional<WebDatasetSample> WebDatasetGrouper::next_impl() {
+  while (auto sample = next_sample()) {
+    try {
+      check_required(*sample);
+      return sample;
+    } catch (const DataError& error) {
+      skipper_.skip_bad_data(error);
+      count_skipped();
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<WebDatasetSample> WebDatasetGrouper::next_sample() {
   auto sample = std::exchange(ahead_, std::nullopt);
   while (auto member = members_.next()) {
     auto [key, suffix] = webdataset_split(member->first);
@@ -44,7 +84,7 @@ std::optional<WebDatasetSample> WebDatasetGrouper::next_impl() {
       return sample;
     }
     if (!sample) sample = WebDatasetSample{std::move(key), {}};
-    auto& fields = sample->fields;
+    auto& fields = sample->fields;  // a member's suffix is matched exactly: ';' names no alternatives here
     const auto same =
         std::find_if(fields.begin(), fields.end(), [&](const auto& field) { return field.first == suffix; });
     if (same != fields.end()) {
@@ -56,13 +96,34 @@ std::optional<WebDatasetSample> WebDatasetGrouper::next_impl() {
   return sample;
 }
 
+void WebDatasetGrouper::check_required(const WebDatasetSample& sample) const {
+  std::string missing;
+  for (const auto& suffixes : options_.required_suffixes)
+    if (!sample.find(suffixes)) missing += (missing.empty() ? "" : ", ") + suffixes;
+  if (missing.empty()) return;
+  const auto slash = sample.key.rfind('/');
+  const auto shard = slash == std::string::npos ? std::string() : sample.key.substr(0, slash);
+  const auto name = slash == std::string::npos ? sample.key : sample.key.substr(slash + 1);
+  throw DataError(label(), {.path = shard},
+                  fmt::format("the sample '{}' lacks {} (it has {})", name, missing, sample.suffix_list()));
+}
+
+bool RenameFields::named(std::string_view suffix) const {
+  return std::any_of(aliases_.begin(), aliases_.end(), [&](const auto& alias) {
+    return alias.first == suffix ||
+           detail::any_suffix(alias.second, [&](std::string_view named) { return named == suffix; });
+  });
+}
+
 bool WebDatasetGrouper::save_state(StateWriter& writer) const {
   writer.write("ahead", ahead_);
+  skipper_.save_state(writer);
   return true;
 }
 
 void WebDatasetGrouper::load_state(const StateReader& reader) {
   ahead_ = reader.read<std::optional<WebDatasetSample>>("ahead");
+  skipper_.load_state(reader);
 }
 
 }  // namespace dpipe::io
