@@ -89,6 +89,11 @@ class Dispatcher final : public GroupChild {
   void flush() override {
     for (auto& outlet : outlets_) outlet->flush();
   }
+  // A worker waiting for its feed asks for several elements before it is woken; dealt one while
+  // another worker's share blocks this process, it would otherwise sleep until its own timer.
+  void wake_readers() override {
+    for (auto& outlet : outlets_) outlet->wake_reader_before_waiting();
+  }
   [[nodiscard]] bool can_flush() override {
     return std::ranges::any_of(outlets_, [](const auto& outlet) { return outlet->can_flush(); });
   }

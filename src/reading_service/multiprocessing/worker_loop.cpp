@@ -130,7 +130,7 @@ class Worker final : public GroupChild {
     if (feed_) feed_->drain_until_paused(request);
   }
 
-  void prepare_wait() override { sink_.wake_reader_before_waiting(); }
+  void wake_readers() override { sink_.wake_reader_before_waiting(); }
   // While an epoch runs, woken when the main process has read half of what is in flight: of the
   // prefetch counts, or of the small elements' allowance. A worker waiting for a command wants no
   // wake-up per element read (the command rings its bell), which the many small elements in flight
