@@ -603,4 +603,65 @@ TEST_CASE("transport: a dispatching child about to wait wakes a worker that aske
   CHECK(dpipe::from_bytes<int>(record->payload) == 4);
 }
 
+TEST_CASE("transport: a fed worker whose outputs nobody reads takes at most kFedLead feed elements and a batch",
+          "[mp][concurrency]") {
+  // The main process reads the workers in turn. While it waits for worker 1, worker 0 must not
+  // run far ahead of worker 1 in its feed: the dispatching child holds worker 1's share of what
+  // worker 0 took beyond, and raises BufferOverflowError at kBufferSize. Here worker 0's outputs
+  // (batches of 64) take less than the allowance for small elements, which once let it take
+  // about 124 batches' worth of its feed.
+  using dpipe::detail::mp::kFedLead;
+  using dpipe::detail::transport::RingWriter;
+  // The pool outlives the plan, whose graph the worker fed from the pool's rings.
+  const dpipe::detail::transport::SharedPool pool(dpipe::detail::transport::PoolSizes{.workers = 2,
+                                                                                      .dispatcher = true,
+                                                                                      .data_ring = 1 << 20,
+                                                                                      .dispatch_ring = 4096,
+                                                                                      .control_ring = 4096,
+                                                                                      .reply_ring = 4096});
+  const auto pipe = dpipe::iter::from(std::vector<std::int64_t>{})
+                        .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                        .batch(64);
+  const auto traversed = dpipe::graph::traverse_dps(pipe);
+  dpipe::detail::mp::GroupPlan plan;
+  plan.config.num_workers = 2;
+  plan.dispatched = dpipe::graph::find_lca_round_robin_sharding_dp(traversed);
+  plan.branch = dpipe::graph::replace_dp(traversed, plan.dispatched,
+                                         dpipe::apply_typed_op<dpipe::ops::Placeholder>(plan.dispatched))
+                    .root();
+  auto& slot = pool.worker(0);
+  std::thread worker([&] {
+    dpipe::detail::mp::ChildLaunch launch;
+    launch.pool = &pool;
+    launch.plan = &plan;
+    launch.worker_id = 0;
+    dpipe::detail::mp::make_worker(launch)->run();
+  });
+  // Epoch 1, as the main process starts it; then its marker and elements, as the dispatching
+  // child deals them, until worker 0 waits for room in its data ring (which nobody reads).
+  RingWriter control(pool.worker_control(0));
+  using dpipe::detail::transport::ControlMessage;
+  REQUIRE(control.try_write(RecordKind::kControl,
+                            dpipe::to_bytes(ControlMessage{dpipe::detail::transport::Command::kReset, 1, 0,
+                                                           dpipe::SeedGenerator(1), std::nullopt})));
+  RingWriter feed(pool.dispatch_ring(0));
+  REQUIRE(feed.try_write(RecordKind::kResetAck, marker_payload(1)));
+  slot.bell.ring();
+  std::int64_t dealt = 0;
+  while (slot.board.get() != Activity::kWaitingForRoom) {
+    if (feed.try_write(RecordKind::kElement, dpipe::to_bytes(dealt))) {
+      ++dealt;
+      slot.bell.ring();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  const std::uint64_t taken = pool.dispatch_ring(0).header->released_elements.load(std::memory_order_acquire);
+  slot.stop.store(1, std::memory_order_release);
+  slot.bell.ring();
+  worker.join();
+  CHECK(taken >= kFedLead);
+  CHECK(taken <= kFedLead + 64);
+}
+
 }  // namespace
