@@ -1,8 +1,9 @@
 // Checkpoint save latency (issue 33, point 19): DataLoader2::state_dict() taken 50 times mid-epoch
 // while iterating, with 2 worker processes behind a sharding_filter and with 2 worker processes fed
-// by a dispatching process. Prints the median and the maximum of the 50 saves. Batches of 16: a
-// worker's prefetch counts (15 batches in flight) then stay within the 1000 elements the dispatching
-// process may buffer for a worker that lags (BufferOverflowError).
+// by a dispatching process. Prints the median and the maximum of the 50 saves, with batches of 16.
+// (A worker's prefetch counts do not bound how far it runs ahead: with small elements it may have
+// 64 KiB of them in flight. What keeps a fed worker within the 1000 elements the dispatching process
+// may buffer for a worker that lags is its lead: its unread batches stand for at most 500.)
 
 #include <algorithm>
 #include <chrono>
