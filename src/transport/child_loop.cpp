@@ -49,7 +49,7 @@ int ChildLoop::run() {
         continue;
       }
       // Nothing to do but wait: for room when an epoch runs, else for the main process's command.
-      prepare_wait();
+      wake_readers();
       endpoint_.wait(
           [&] {
             request_wakes();

@@ -123,8 +123,11 @@ class ChildLoop : public ChildBody {
   virtual void flush() {}
   /// Whether a flush would make progress now.
   [[nodiscard]] virtual bool can_flush() { return false; }
-  /// Called once before the child waits.
-  virtual void prepare_wait() {}
+  /// Called once before the child waits: wakes the readers of elements it published without a
+  /// wake-up (RingSink::wake_reader_before_waiting on every sink it writes elements to). A reader
+  /// that asked for more elements than it got sleeps until then, and nothing else would wake it
+  /// while this child waits.
+  virtual void wake_readers() = 0;
   /// Asks the readers to wake this child when what blocks it clears; clear_wakes() after the wait.
   virtual void request_wakes() = 0;
   virtual void clear_wakes() = 0;

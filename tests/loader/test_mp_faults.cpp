@@ -94,6 +94,23 @@ TEST_CASE("MP faults: an exception in the dispatching process reaches the loop i
   CHECK(error.where() == "dispatching process");
 }
 
+TEST_CASE("MP faults: a worker whose dispatched share is filtered to nothing overflows the dispatch buffer",
+          "[mp][faults][dispatch]") {
+  // The main process waits for worker 0, which takes its whole feed and yields nothing. Worker 1
+  // stops taking its feed (its outputs unread), so the dispatching process holds worker 1's share
+  // until more than torchdata's 1000 wait: BufferOverflowError, as torchdata raises.
+  auto pipe = iter::from(range(20000))
+                  .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                  .filter([](int x) { return x % 2 == 1; });
+  DataLoader2<int> loader(pipe, workers(2));
+  WorkerError error("", "", "", "");
+  CHECK(read_until(loader, error).empty());
+  CHECK(std::string(error.what()) ==
+        "Caught dpipe::BufferOverflowError in dispatching process.\nOriginal message: "
+        "DemultiplexerIterDataPipe buffer overflow, buffer size 1000 is insufficient.");
+  CHECK(error.where() == "dispatching process");
+}
+
 TEST_CASE("MP faults: worker_init_fn failing in a worker is reported for that worker", "[mp][faults]") {
   MultiProcessingOptions options{.num_workers = 2};
   options.worker_init_fn = [](dpipe::DataPipePtr graph, const dpipe::WorkerInfo& info) {

@@ -3,6 +3,7 @@
 // merge and its order, errors, reset markers, drained checkpoints, and the two ways elements pass.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,12 +17,16 @@
 #include <dpipe/core/state.hpp>
 #include <dpipe/dpipe.hpp>
 
+#include "reading_service/multiprocessing/plan.hpp"
 #include "support/battery.hpp"
+#include "transport/child_protocol.hpp"
+#include "transport/crew.hpp"
 #include "transport/element_passing.hpp"
 #include "transport/error_report.hpp"
 #include "transport/record_merge.hpp"
 #include "transport/record_stream.hpp"
 #include "transport/ring_sink.hpp"
+#include "transport/shared_pool.hpp"
 
 namespace {
 
@@ -482,6 +487,181 @@ TEST_CASE("transport: elements pass encoded or as handles through the same ring 
     producer.reset();
     CHECK(encoded == words.size());
   }
+}
+
+}  // namespace
+
+namespace {
+
+using dpipe::detail::transport::Activity;
+
+/// A dispatching child (MultiProcessingReadingService's) running in a thread over a shared pool,
+/// its 2 workers played by the test: it deals iter::from(range(100)) element j to worker j mod 2,
+/// at most `budget` elements in flight to each.
+class DispatcherUnderTest {
+ public:
+  explicit DispatcherUnderTest(std::size_t budget)
+      : source_(dpipe::iter::from(dpipe::testing::range(100))),
+        plan_(plan(source_, budget)),
+        pool_(dpipe::detail::transport::PoolSizes{.workers = 2,
+                                                  .dispatcher = true,
+                                                  .data_ring = 4096,
+                                                  .dispatch_ring = 4096,
+                                                  .control_ring = 4096,
+                                                  .reply_ring = 4096}),
+        thread_([this] {
+          dpipe::detail::mp::ChildLaunch launch;
+          launch.pool = &pool_;
+          launch.plan = &plan_;
+          dpipe::detail::mp::make_dispatcher(launch)->run();
+        }) {}
+  ~DispatcherUnderTest() {
+    pool_.dispatcher().stop.store(1, std::memory_order_release);
+    pool_.dispatcher().bell.ring();
+    thread_.join();
+  }
+  DispatcherUnderTest(const DispatcherUnderTest&) = delete;
+  DispatcherUnderTest& operator=(const DispatcherUnderTest&) = delete;
+
+  /// Starts epoch 1, as the main process does.
+  void start_epoch() {
+    using dpipe::detail::transport::ControlMessage;
+    dpipe::detail::transport::RingWriter control(pool_.dispatcher_control());
+    const auto message = dpipe::to_bytes(
+        ControlMessage{dpipe::detail::transport::Command::kReset, 1, 0, dpipe::SeedGenerator(1), std::nullopt});
+    REQUIRE(control.try_write(RecordKind::kControl, message));
+    pool_.dispatcher().bell.ring();
+  }
+  /// Returns once the dispatching child waits for room after publishing an element to worker 0
+  /// that `reader` did not see yet (it set the board to kRunning before producing it).
+  void await_waiting_after_element(dpipe::detail::transport::RingReader& reader) const {
+    while (!reader.peek()) std::this_thread::yield();
+    while (pool_.dispatcher().board.get() != Activity::kWaitingForRoom) std::this_thread::yield();
+  }
+  [[nodiscard]] const dpipe::detail::transport::SharedPool& pool() const { return pool_; }
+
+ private:
+  static dpipe::detail::mp::GroupPlan plan(const dpipe::IterPipe<int>& source, std::size_t budget) {
+    dpipe::detail::mp::GroupPlan plan;
+    plan.config.num_workers = 2;
+    plan.config.worker_prefetch_cnt = budget;
+    plan.dispatched = source.ptr();
+    return plan;
+  }
+
+  dpipe::IterPipe<int> source_;
+  dpipe::detail::mp::GroupPlan plan_;
+  dpipe::detail::transport::SharedPool pool_;
+  std::thread thread_;
+};
+
+TEST_CASE("transport: a dispatching child about to wait wakes a worker that asked for more elements than it got",
+          "[mp][concurrency]") {
+  // Worker 1 takes nothing (it is paused, or its queue is full): once worker 1's share fills its
+  // budget, the dispatching child deals worker 0 one element and waits. Worker 0 sleeps until 8
+  // elements are there, or until its writer rings it before waiting. Without that ring it slept
+  // out its timer for every element (checkpoint saves of seconds, issue 33).
+  constexpr std::size_t kBudget = 2;
+  DispatcherUnderTest dispatcher(kBudget);
+  const auto& pool = dispatcher.pool();
+  dpipe::detail::transport::RingReader worker0(pool.dispatch_ring(0));
+  Bell& worker0_bell = pool.worker(0).bell;
+  dispatcher.start_epoch();
+  // The epoch's marker and worker 0's first kBudget elements (0, 2): the child waits with both
+  // workers' budgets full.
+  dispatcher.await_waiting_after_element(worker0);
+
+  // Worker 0 starves: it takes what it has, asks for 8 elements and sleeps. The child deals it
+  // element 4 at once (within kReaderBatchWait of the worker starting to wait, when publishing
+  // alone does not ring), then waits for worker 1's room.
+  worker0.start_waiting(8);
+  RingHeader& header = *pool.dispatch_ring(0).header;
+  header.reader_waits_since.store(INT64_MAX, std::memory_order_relaxed);  // the deal comes at once
+  const auto asleep = worker0_bell.prepare();
+  std::vector<RecordKind> kinds;
+  std::vector<int> taken;
+  bool wake_dispatcher = false;
+  for (std::size_t i = 0; i < 1 + kBudget; ++i) {
+    const auto record = worker0.peek();
+    REQUIRE(record);
+    kinds.push_back(record->kind);
+    if (record->kind == RecordKind::kElement) taken.push_back(dpipe::from_bytes<int>(record->payload));
+    wake_dispatcher = worker0.release(*record) || wake_dispatcher;
+  }
+  CHECK(kinds == std::vector<RecordKind>{RecordKind::kResetAck, RecordKind::kElement, RecordKind::kElement});
+  CHECK(taken == std::vector<int>{0, 2});
+  REQUIRE(wake_dispatcher);  // it asked to hear of room for worker 0
+  pool.dispatcher().bell.ring();
+  dispatcher.await_waiting_after_element(worker0);
+  const bool rung = worker0_bell.prepare() != asleep;
+  worker0_bell.cancel();
+  worker0_bell.cancel();
+  worker0.stop_waiting();
+  CHECK(rung);
+  const auto record = worker0.peek();
+  REQUIRE(record);
+  CHECK(dpipe::from_bytes<int>(record->payload) == 4);
+}
+
+TEST_CASE("transport: a fed worker whose outputs nobody reads takes at most kFedLead feed elements and a batch",
+          "[mp][concurrency]") {
+  // The main process reads the workers in turn. While it waits for worker 1, worker 0 must not
+  // run far ahead of worker 1 in its feed: the dispatching child holds worker 1's share of what
+  // worker 0 took beyond, and raises BufferOverflowError at kBufferSize. Here worker 0's outputs
+  // (batches of 64) take less than the allowance for small elements, which once let it take
+  // about 124 batches' worth of its feed.
+  using dpipe::detail::mp::kFedLead;
+  using dpipe::detail::transport::RingWriter;
+  // The pool outlives the plan, whose graph the worker fed from the pool's rings.
+  const dpipe::detail::transport::SharedPool pool(dpipe::detail::transport::PoolSizes{.workers = 2,
+                                                                                      .dispatcher = true,
+                                                                                      .data_ring = 1 << 20,
+                                                                                      .dispatch_ring = 4096,
+                                                                                      .control_ring = 4096,
+                                                                                      .reply_ring = 4096});
+  const auto pipe = dpipe::iter::from(std::vector<std::int64_t>{})
+                        .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
+                        .batch(64);
+  const auto traversed = dpipe::graph::traverse_dps(pipe);
+  dpipe::detail::mp::GroupPlan plan;
+  plan.config.num_workers = 2;
+  plan.dispatched = dpipe::graph::find_lca_round_robin_sharding_dp(traversed);
+  plan.branch = dpipe::graph::replace_dp(traversed, plan.dispatched,
+                                         dpipe::apply_typed_op<dpipe::ops::Placeholder>(plan.dispatched))
+                    .root();
+  auto& slot = pool.worker(0);
+  std::thread worker([&] {
+    dpipe::detail::mp::ChildLaunch launch;
+    launch.pool = &pool;
+    launch.plan = &plan;
+    launch.worker_id = 0;
+    dpipe::detail::mp::make_worker(launch)->run();
+  });
+  // Epoch 1, as the main process starts it; then its marker and elements, as the dispatching
+  // child deals them, until worker 0 waits for room in its data ring (which nobody reads).
+  RingWriter control(pool.worker_control(0));
+  using dpipe::detail::transport::ControlMessage;
+  REQUIRE(control.try_write(RecordKind::kControl,
+                            dpipe::to_bytes(ControlMessage{dpipe::detail::transport::Command::kReset, 1, 0,
+                                                           dpipe::SeedGenerator(1), std::nullopt})));
+  RingWriter feed(pool.dispatch_ring(0));
+  REQUIRE(feed.try_write(RecordKind::kResetAck, marker_payload(1)));
+  slot.bell.ring();
+  std::int64_t dealt = 0;
+  while (slot.board.get() != Activity::kWaitingForRoom) {
+    if (feed.try_write(RecordKind::kElement, dpipe::to_bytes(dealt))) {
+      ++dealt;
+      slot.bell.ring();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  const std::uint64_t taken = pool.dispatch_ring(0).header->released_elements.load(std::memory_order_acquire);
+  slot.stop.store(1, std::memory_order_release);
+  slot.bell.ring();
+  worker.join();
+  CHECK(taken >= kFedLead);
+  CHECK(taken <= kFedLead + 64);
 }
 
 }  // namespace

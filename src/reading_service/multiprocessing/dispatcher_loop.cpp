@@ -15,15 +15,13 @@
 namespace dpipe::detail::mp {
 namespace {
 
-/// torchdata's round_robin_demux buffer: how far one worker may fall behind the others.
-constexpr std::size_t kBufferSize = 1000;
-
 class Dispatcher final : public GroupChild {
  public:
   explicit Dispatcher(const ChildLaunch& launch)
       : GroupChild(launch, dispatcher_name(launch.plan->config), WorkerInfo{launch.plan->config.num_workers, 0},
-                  launch.plan->dispatched->element_type(), launch.pool->dispatcher(), launch.pool->dispatcher_control(),
-                  launch.exceptions != nullptr ? &launch.exceptions[launch.plan->config.num_workers] : nullptr),
+                   launch.plan->dispatched->element_type(), launch.pool->dispatcher(),
+                   launch.pool->dispatcher_control(),
+                   launch.exceptions != nullptr ? &launch.exceptions[launch.plan->config.num_workers] : nullptr),
         reply_(launch.pool->reply_ring(), endpoint_, &launch.pool->main_bell(), "the main process") {
     const std::uint64_t budget = std::max<std::size_t>(1, plan_.config.worker_prefetch_cnt);
     const ElementHandoff* handoff = plan_.passing().handoff(plan_.dispatched);
@@ -88,6 +86,11 @@ class Dispatcher final : public GroupChild {
 
   void flush() override {
     for (auto& outlet : outlets_) outlet->flush();
+  }
+  // A worker waiting for its feed asks for several elements before it is woken; dealt one while
+  // another worker's share blocks this process, it would otherwise sleep until its own timer.
+  void wake_readers() override {
+    for (auto& outlet : outlets_) outlet->wake_reader_before_waiting();
   }
   [[nodiscard]] bool can_flush() override {
     return std::ranges::any_of(outlets_, [](const auto& outlet) { return outlet->can_flush(); });

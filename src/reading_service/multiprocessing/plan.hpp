@@ -40,6 +40,14 @@ using WorkerMerge = RecordMerge<CyclicOrder>;
 /// element takes: its record for a worker process, its held_bytes() estimate for a worker thread.
 inline constexpr std::uint64_t kSmallElementsBytes = std::uint64_t{64} << 10;
 
+/// torchdata's round_robin_demux buffer: how many of a worker's elements the dispatching child
+/// holds while that worker takes none (BufferOverflowError beyond).
+inline constexpr std::size_t kBufferSize = 1000;
+/// How many feed elements a worker fed by the dispatching child takes while the main process has
+/// read none of its outputs: half the buffer, so that the worker whose turn the main process
+/// waits for is not left a spill of kBufferSize behind a worker that runs ahead.
+inline constexpr std::uint64_t kFedLead = kBufferSize / 2;
+
 /// The service's options, as the process group uses them.
 struct GroupConfig {
   std::size_t num_workers = 0;

@@ -2,6 +2,7 @@
 // into its data ring.
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <utility>
 
@@ -33,9 +34,9 @@ class Worker final : public GroupChild {
  public:
   explicit Worker(const ChildLaunch& launch)
       : GroupChild(launch, worker_name(launch.plan->config, launch.worker_id),
-                  WorkerInfo{launch.plan->config.num_workers, launch.worker_id}, launch.plan->branch->element_type(),
-                  launch.pool->worker(launch.worker_id), launch.pool->worker_control(launch.worker_id),
-                  launch.exceptions != nullptr ? &launch.exceptions[launch.worker_id] : nullptr),
+                   WorkerInfo{launch.plan->config.num_workers, launch.worker_id}, launch.plan->branch->element_type(),
+                   launch.pool->worker(launch.worker_id), launch.pool->worker_control(launch.worker_id),
+                   launch.exceptions != nullptr ? &launch.exceptions[launch.worker_id] : nullptr),
         sink_(launch.pool->data_ring(launch.worker_id), endpoint_, &launch.pool->main_bell(), "the main process"),
         budget_(std::max<std::size_t>(
             1, plan_.config.worker_prefetch_cnt +
@@ -53,6 +54,8 @@ class Worker final : public GroupChild {
     if (plan_.dispatched) {
       const SharedPool& pool = *launch.pool;
       const std::size_t w = info_.worker_id;
+      feed_header_ = pool.dispatch_ring(w).header;
+      fed_at_release_ = fed();
       feed_ = std::make_shared<WorkerMerge>(
           std::vector<StreamLink>{
               StreamLink{pool.dispatch_ring(w),
@@ -86,9 +89,26 @@ class Worker final : public GroupChild {
   }
 
   /// Room for another element: fewer than the prefetch counts are in flight, or the elements in
-  /// flight are small ones that together take less than kSmallElementsBytes.
+  /// flight are small ones that together take less than kSmallElementsBytes; and a fed worker
+  /// keeps within its lead.
   [[nodiscard]] bool has_room() override {
-    return sink_.writer().elements_in_flight() < budget_ || small_elements_room() > 0;
+    return (sink_.writer().elements_in_flight() < budget_ || small_elements_room() > 0) && within_lead();
+  }
+  /// The feed elements this worker has taken (and released) from its dispatch ring, ever.
+  [[nodiscard]] std::uint64_t fed() const { return feed_header_->released_elements.load(std::memory_order_acquire); }
+  /// Whether a worker fed by the dispatching child may take more of its feed: the main process has
+  /// read all of its outputs, or it took fewer than kFedLead feed elements since the last output the
+  /// main process read. The main process reads the workers in turn: a worker that ran further ahead
+  /// of the one it waits for would leave the dispatching child holding more than kBufferSize of
+  /// that worker's share.
+  [[nodiscard]] bool within_lead() {
+    if (feed_header_ == nullptr) return true;
+    const std::uint64_t in_flight = sink_.writer().elements_in_flight();
+    while (fed_at_output_.size() > in_flight) {
+      fed_at_release_ = fed_at_output_.front();
+      fed_at_output_.pop_front();
+    }
+    return in_flight == 0 || fed() - fed_at_release_ < kFedLead;
   }
   /// The bytes the allowance for small elements still has room for.
   [[nodiscard]] std::uint64_t small_elements_room() {
@@ -110,13 +130,18 @@ class Worker final : public GroupChild {
           budget_ / 2 + 1, std::min<std::uint64_t>(kSmallElementsBytes / 2 / average, kMaxReaderBatch)));
     }
     std::size_t wanted = 0;
-    if (in_flight < budget_) {
+    if (feed_header_ != nullptr) {
+      // One output at a time: within_lead() looks again before the next.
+      wanted = 1;
+    } else if (in_flight < budget_) {
       wanted = std::min(kBatch, budget_ - in_flight);
     } else {
       // As many as fit the allowance at the average size of those in flight.
       wanted = static_cast<std::size_t>(std::clamp<std::uint64_t>(small_elements_room() / average, 1, kBatch));
     }
-    if (encoder_->encode(wanted, sink_) < wanted) {
+    const std::size_t written = encoder_->encode(wanted, sink_);
+    if (feed_header_ != nullptr && written == 1) fed_at_output_.push_back(fed());
+    if (written < wanted) {
       progress_.ended = true;
       sink_.write_record(RecordKind::kEnd, {});
     }
@@ -130,7 +155,7 @@ class Worker final : public GroupChild {
     if (feed_) feed_->drain_until_paused(request);
   }
 
-  void prepare_wait() override { sink_.wake_reader_before_waiting(); }
+  void wake_readers() override { sink_.wake_reader_before_waiting(); }
   // While an epoch runs, woken when the main process has read half of what is in flight: of the
   // prefetch counts, or of the small elements' allowance. A worker waiting for a command wants no
   // wake-up per element read (the command rings its bell), which the many small elements in flight
@@ -155,6 +180,12 @@ class Worker final : public GroupChild {
   RingSink sink_;
   std::size_t budget_;
   std::shared_ptr<WorkerMerge> feed_;  // from the dispatching process, if one runs
+  // A fed worker's lead (within_lead()): its dispatch ring's header; per output written and maybe
+  // still in flight, oldest first, the feed elements taken when it was written; and that count at
+  // the last output the main process read.
+  const RingHeader* feed_header_ = nullptr;
+  std::deque<std::uint64_t> fed_at_output_;
+  std::uint64_t fed_at_release_ = 0;
 };
 
 }  // namespace
