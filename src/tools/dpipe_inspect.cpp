@@ -151,10 +151,8 @@ void print_pipeline(const dpipe::StateStore& store) {
   }
 }
 
-int inspect(const std::vector<std::byte>& blob) {
-  const dpipe::StateStore store = dpipe::StateStore::from_blob(blob);
-  std::printf("dpipe checkpoint: format %u, %zu bytes, %zu fields\n", unsigned{dpipe::StateStore::kFormatVersion},
-              blob.size(), store.fields().size());
+/// Prints what one loader's checkpoint holds: its position, pipeline, nodes and other fields.
+void print_loader(const dpipe::StateStore& store) {
   namespace loader = schema::loader;
   if (store.find(loader_key(loader::kEpoch)) != nullptr) {
     std::printf("epoch: %s, elements taken in it: %s, epoch ended: %s, paused: %s\n",
@@ -212,6 +210,26 @@ int inspect(const std::vector<std::byte>& blob) {
   std::printf("other fields (%zu):\n", others.size());
   for (const auto* field : others) {
     std::printf("  %s = %s\n", printable(field->key).c_str(), printable(show_other(*field)).c_str());
+  }
+}
+
+/// Prints what the checkpoint `blob` holds: one loader's, or each rank's of a job's checkpoint
+/// (DataLoader2::save_job_checkpoint) in turn.
+int inspect(const std::vector<std::byte>& blob) {
+  const dpipe::StateStore store = dpipe::StateStore::from_blob(blob);
+  std::printf("dpipe checkpoint: format %u, %zu bytes, %zu fields\n", unsigned{dpipe::StateStore::kFormatVersion},
+              blob.size(), store.fields().size());
+  const dpipe::StateReader job(store, std::string(schema::job::kScope));
+  if (!job.has(schema::job::kWorldSize)) {
+    print_loader(store);
+    return 0;
+  }
+  const auto ranks = job.read<std::uint64_t>(schema::job::kWorldSize);
+  std::printf("a job's checkpoint: %llu rank%s, each restored by DataLoader2::load_job_checkpoint\n",
+              static_cast<unsigned long long>(ranks), ranks == 1 ? "" : "s");
+  for (std::uint64_t rank = 0; rank < ranks; ++rank) {
+    std::printf("== rank %llu\n", static_cast<unsigned long long>(rank));
+    print_loader(store.subset(schema::job::rank(rank)));
   }
   return 0;
 }

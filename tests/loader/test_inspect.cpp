@@ -222,3 +222,22 @@ TEST_CASE("dpipe-inspect: a checkpoint of an earlier format is refused as such",
 }
 
 }  // namespace
+
+TEST_CASE("dpipe-inspect: a job's checkpoint file shows each rank's loader in turn", "[loader][inspect]") {
+  char directory[] = "/tmp/dpipe-inspect-job-XXXXXX";
+  REQUIRE(mkdtemp(directory) != nullptr);
+  const std::string path = std::string(directory) + "/job.ckpt";
+  dpipe::DataLoader2<int> loader(dpipe::iter::from(range(10)), dpipe::InProcessReadingService());
+  auto it = loader.begin();
+  for (int i = 0; i < 5; ++i) ++it;
+  loader.save_job_checkpoint(path);
+  const Run run = inspect(path);
+  std::remove(path.c_str());
+  rmdir(directory);
+  CHECK(run.status == 0);
+  REQUIRE(run.lines.size() > 4);
+  CHECK(run.lines[1] == "a job's checkpoint: 1 rank, each restored by DataLoader2::load_job_checkpoint");
+  CHECK(run.lines[2] == "== rank 0");
+  CHECK(run.lines[3] == "epoch: 1, elements taken in it: 5, epoch ended: false, paused: false");
+  CHECK(std::count(run.lines.begin(), run.lines.end(), "== rank 0") == 1);
+}
