@@ -61,16 +61,22 @@ RingReader::Record RecordStream::wait_record(const Endpoint& endpoint) {
   return *record;
 }
 
-void RecordStream::assemble(const Endpoint& endpoint, RingReader::Record first, std::vector<std::byte>& out) {
+void RecordStream::assemble(const Endpoint& endpoint, RingReader::Record first, std::vector<std::byte>& out,
+                            bool hold) {
   out.assign(first.payload.begin(), first.payload.end());
-  bool more = first.more;
-  release(first);
-  while (more) {
-    const auto part = wait_record(endpoint);
-    out.insert(out.end(), part.payload.begin(), part.payload.end());
-    more = part.more;
+  auto part = first;
+  while (part.more) {
     release(part);
+    part = wait_record(endpoint);
+    out.insert(out.end(), part.payload.begin(), part.payload.end());
   }
+  if (hold && part.kind == RecordKind::kElement) reader_.hold(out.size());
+  release(part);
+}
+
+void RecordStream::let_go(const Stored& stored) noexcept {
+  if (stored.kind != RecordKind::kElement || !link_.count_stored) return;
+  if (reader_.let_go(stored.bytes.size())) link_.writer_bell->ring();
 }
 
 bool RecordStream::skip_out_of_sync(const Endpoint& endpoint, std::uint64_t generation,
@@ -98,6 +104,7 @@ RecordStream::Piece RecordStream::take(const Endpoint& endpoint, std::uint64_t g
   if (!stored_.empty()) {
     Stored stored = std::move(stored_.front());
     stored_.pop_front();
+    let_go(stored);
     buffer = std::move(stored.bytes);
     return Piece{stored.kind, buffer, false, {}};
   }
@@ -131,7 +138,7 @@ void RecordStream::drain_until_paused(const Endpoint& endpoint, std::uint64_t ge
       continue;
     }
     Stored stored{record.kind, {}};
-    assemble(endpoint, record, stored.bytes);
+    assemble(endpoint, record, stored.bytes, link_.count_stored);
     stored_.push_back(std::move(stored));
   }
 }
@@ -144,7 +151,10 @@ RecordKind RecordStream::read_reply(const Endpoint& endpoint, std::vector<std::b
 }
 
 void RecordStream::reset() noexcept {
-  for (const auto& stored : stored_) discard(stored.kind, stored.bytes);
+  for (const auto& stored : stored_) {
+    discard(stored.kind, stored.bytes);
+    let_go(stored);
+  }
   stored_.clear();
   synced_ = false;
 }
@@ -203,6 +213,9 @@ void RecordStream::load_state(const StateReader& reader) {
   if (link_.handoff != nullptr) adopt_elements(reader.name(), stored);
   reset();
   stored_.assign(std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()));
+  for (const auto& record : stored_) {
+    if (record.kind == RecordKind::kElement && link_.count_stored) reader_.hold(record.bytes.size());
+  }
   synced_ = true;
 }
 

@@ -60,6 +60,11 @@ struct StreamLink {
   /// its kError records report here. Null for processes.
   const ElementHandoff* handoff = nullptr;
   const ExceptionSlot* exception = nullptr;
+  /// Whether the elements the reader stores (drained for a checkpoint, or restored) count against
+  /// the writer's budget until taken (RingReader::hold()). False for a worker's feed: the
+  /// dispatching process deals in strict turn and bounds what lags with its spill limit, and
+  /// counting there stalls its deal (the dispatching restore sweep hangs).
+  bool count_stored = true;
 };
 
 /// Thread-safety: one reading thread.
@@ -95,7 +100,8 @@ class RecordStream {
   /// The next whole record, joined from its parts: a reply (kState, kRestored or kError).
   RecordKind read_reply(const Endpoint& endpoint, std::vector<std::byte>& payload);
 
-  /// Forgets stored records and the epoch it followed.
+  /// Forgets stored records and the epoch it followed. The stored elements count against the
+  /// writer's budget (elements_in_flight(), bytes_in_flight()) until taken or forgotten.
   void reset() noexcept;
   /// Discards the handles in the stored records and in the ring: call when the writer has ended
   /// and nothing will read the stream again. Nothing to do for encoded elements.
@@ -126,14 +132,17 @@ class RecordStream {
 
   RingReader::Record wait_record(const Endpoint& endpoint);
   void release(const RingReader::Record& record);
-  /// Joins `first` and the parts after it into `out`, releasing them.
-  void assemble(const Endpoint& endpoint, RingReader::Record first, std::vector<std::byte>& out);
+  /// Joins `first` and the parts after it into `out`, releasing them; with `hold`, an element
+  /// keeps counting against the writer's budget (RingReader::hold()) until let_go().
+  void assemble(const Endpoint& endpoint, RingReader::Record first, std::vector<std::byte>& out, bool hold = false);
   /// Follows kResetAck markers; returns true when `record` was consumed as one, or as a stale
   /// record of an older epoch.
   bool skip_out_of_sync(const Endpoint& endpoint, std::uint64_t generation, const RingReader::Record& record);
   /// Turns the encoded elements of `records` into handles (all or none); StateError naming `scope`
   /// for one that does not decode.
   void adopt_elements(const std::string& scope, std::vector<Stored>& records) const;
+  /// Stops counting a stored element held against the writer's budget.
+  void let_go(const Stored& stored) noexcept;
   /// Frees the element a record of `kind` holds, when it is a handle nobody will take.
   void discard(RecordKind kind, std::span<const std::byte> payload) const noexcept {
     if (kind == RecordKind::kElement && link_.handoff != nullptr) link_.handoff->discard(payload);

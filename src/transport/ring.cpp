@@ -70,20 +70,23 @@ void RingWriter::request_wake_for_room(std::size_t min_payload) noexcept {
   // free = capacity - (head - tail) reaches free_wanted when tail reaches head + free_wanted - capacity.
   const std::uint64_t at_tail = head_ + free_wanted > memory_.capacity ? head_ + free_wanted - memory_.capacity : 0;
   memory_.header->wake_writer_at_tail.store(at_tail, std::memory_order_relaxed);
-  memory_.header->wake_writer_at_elements.store(UINT64_MAX, std::memory_order_relaxed);
+  memory_.header->wake_writer_for.store(0, std::memory_order_relaxed);
 }
 
 void RingWriter::request_wake_for_elements(std::uint64_t elements, std::uint64_t bytes) noexcept {
-  // At most `bytes` in flight once the tail reaches head - bytes.
-  const std::uint64_t at_tail = bytes == UINT64_MAX ? UINT64_MAX : head_ - std::min(bytes, head_);
-  memory_.header->wake_writer_at_tail.store(at_tail, std::memory_order_relaxed);
-  memory_.header->wake_writer_at_elements.store(elements_written_ - std::min(elements, elements_written_),
-                                                std::memory_order_relaxed);
+  // At most `elements` in flight once released - held reaches written - elements, and at most
+  // `bytes` once tail - held bytes reaches head - bytes; modular: the reader may hold more than
+  // it released (restored elements).
+  memory_.header->wake_writer_at_tail.store(UINT64_MAX, std::memory_order_relaxed);
+  memory_.header->wake_writer_at_elements.store(elements_written_ - elements, std::memory_order_relaxed);
+  memory_.header->wake_writer_at_unheld_tail.store(head_ - bytes, std::memory_order_relaxed);
+  memory_.header->wake_writer_for.store(kWakeForElements | (bytes == UINT64_MAX ? 0 : kWakeForBytes),
+                                        std::memory_order_release);
 }
 
 void RingWriter::clear_wake() noexcept {
   memory_.header->wake_writer_at_tail.store(UINT64_MAX, std::memory_order_relaxed);
-  memory_.header->wake_writer_at_elements.store(UINT64_MAX, std::memory_order_relaxed);
+  memory_.header->wake_writer_for.store(0, std::memory_order_relaxed);
 }
 
 bool RingWriter::reader_wants_wake() const noexcept {
@@ -93,8 +96,7 @@ bool RingWriter::reader_wants_wake() const noexcept {
   const std::uint64_t wanted = reader_batch_ != 0
                                    ? header.reader_waits_from.load(std::memory_order_relaxed) + reader_batch_
                                    : header.wake_reader_at_elements.load(std::memory_order_relaxed);
-  return elements_written_ >= wanted ||
-         head_ - header.tail.load(std::memory_order_relaxed) >= memory_.capacity / 4 ||
+  return elements_written_ >= wanted || head_ - header.tail.load(std::memory_order_relaxed) >= memory_.capacity / 4 ||
          now_ns() - header.reader_waits_since.load(std::memory_order_relaxed) >= kReaderBatchWait.count();
 }
 
@@ -137,9 +139,34 @@ bool RingReader::release(const Record& record) noexcept {
     memory_.header->released_elements.store(++released_elements_, std::memory_order_release);
   }
   memory_.header->tail.store(tail_, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return tail_ >= memory_.header->wake_writer_at_tail.load(std::memory_order_relaxed) ||
-         released_elements_ >= memory_.header->wake_writer_at_elements.load(std::memory_order_relaxed);
+  return writer_wants_wake();
+}
+
+void RingReader::hold(std::size_t payload) noexcept {
+  held_bytes_ += held_record_bytes(payload);
+  memory_.header->held_bytes.store(held_bytes_, std::memory_order_release);
+  memory_.header->held_elements.store(++held_elements_, std::memory_order_release);
+}
+
+bool RingReader::let_go(std::size_t payload) noexcept {
+  memory_.header->held_elements.store(--held_elements_, std::memory_order_release);
+  held_bytes_ -= held_record_bytes(payload);
+  memory_.header->held_bytes.store(held_bytes_, std::memory_order_release);
+  return writer_wants_wake();
+}
+
+bool RingReader::writer_wants_wake() const noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // orders the stores before the checks
+  const RingHeader& header = *memory_.header;
+  if (tail_ >= header.wake_writer_at_tail.load(std::memory_order_relaxed)) return true;
+  const std::uint32_t wanted = header.wake_writer_for.load(std::memory_order_acquire);
+  // `value` reached `at`, in modular arithmetic.
+  const auto reached = [](std::uint64_t value, const std::atomic<std::uint64_t>& at) {
+    return static_cast<std::int64_t>(value - at.load(std::memory_order_relaxed)) >= 0;
+  };
+  return ((wanted & kWakeForElements) != 0 &&
+          reached(released_elements_ - held_elements_, header.wake_writer_at_elements)) ||
+         ((wanted & kWakeForBytes) != 0 && reached(tail_ - held_bytes_, header.wake_writer_at_unheld_tail));
 }
 
 }  // namespace dpipe::detail::transport

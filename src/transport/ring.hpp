@@ -41,13 +41,27 @@ struct RingHeader {
   alignas(64) std::atomic<std::uint64_t> head{0};  // bytes the writer published
   alignas(64) std::atomic<std::uint64_t> tail{0};  // bytes the reader released
   std::atomic<std::uint64_t> released_elements{0};
-  alignas(64) std::atomic<std::uint64_t> wake_writer_at_tail{UINT64_MAX};  // the sleeping writer wants
-  std::atomic<std::uint64_t> wake_writer_at_elements{UINT64_MAX};          // either of these reached
-  alignas(64) std::atomic<std::uint32_t> reader_starving{0};               // the reader sleeps until a record arrives:
-  std::atomic<std::uint64_t> reader_waits_from{0};        // elements it had released when it started,
-  std::atomic<std::uint64_t> wake_reader_at_elements{0};  // wake it when this many elements were written,
-  std::atomic<std::int64_t> reader_waits_since{0};        // or a while after it started (steady clock, ns)
+  // What the reader released from the ring but still holds (elements it read ahead while draining
+  // for a checkpoint, or restored from one): they count against the writer's budget until taken.
+  // Stored before the release that moves them out of the ring, so the writer never undercounts.
+  std::atomic<std::uint64_t> held_elements{0};
+  std::atomic<std::uint64_t> held_bytes{0};  // their held_record_bytes()
+  // The sleeping writer wants any of these reached: the tail (room in the ring), or, as far as
+  // wake_writer_for says, released_elements - held_elements and tail - held_bytes (counting what
+  // the reader holds, in modular arithmetic: restored elements are held but were never released).
+  alignas(64) std::atomic<std::uint64_t> wake_writer_at_tail{UINT64_MAX};
+  std::atomic<std::uint64_t> wake_writer_at_elements{0};
+  std::atomic<std::uint64_t> wake_writer_at_unheld_tail{0};
+  std::atomic<std::uint32_t> wake_writer_for{0};              // kWakeForElements | kWakeForBytes
+  alignas(64) std::atomic<std::uint32_t> reader_starving{0};  // the reader sleeps until a record arrives:
+  std::atomic<std::uint64_t> reader_waits_from{0};            // elements it had released when it started,
+  std::atomic<std::uint64_t> wake_reader_at_elements{0};      // wake it when this many elements were written,
+  std::atomic<std::int64_t> reader_waits_since{0};            // or a while after it started (steady clock, ns)
 };
+
+/// The bits of RingHeader::wake_writer_for.
+inline constexpr std::uint32_t kWakeForElements = 1;
+inline constexpr std::uint32_t kWakeForBytes = 2;
 
 /// Where a ring lives. The capacity is a power of two of at least 4 KiB.
 struct RingMemory {
@@ -65,6 +79,11 @@ inline constexpr std::chrono::nanoseconds kReaderBatchWait{std::chrono::millisec
 inline constexpr std::chrono::nanoseconds kReaderFirstSleep{std::chrono::milliseconds(10)};
 
 [[nodiscard]] constexpr std::size_t padded(std::size_t size) noexcept { return (size + 7) & ~std::size_t{7}; }
+/// What an element of `payload` bytes the reader holds outside the ring counts against its
+/// writer's bytes: one record's worth, however the writer split it.
+[[nodiscard]] constexpr std::uint64_t held_record_bytes(std::size_t payload) noexcept {
+  return sizeof(RecordHeader) + padded(payload);
+}
 
 /// The producer's side. Thread-safety: one producer thread.
 class RingWriter {
@@ -92,20 +111,23 @@ class RingWriter {
   /// Writes and publishes a record whose payload fits one record, if the ring has room now.
   bool try_write(RecordKind kind, std::span<const std::byte> payload) noexcept;
 
-  /// Element records written (their last part committed) and not yet released by the reader.
+  /// Element records written (their last part committed) and not yet released by the reader, and
+  /// those it released but holds (RingReader::hold()).
   [[nodiscard]] std::uint64_t elements_in_flight() const noexcept {
-    return elements_written_ - memory_.header->released_elements.load(std::memory_order_acquire);
+    const std::uint64_t released = memory_.header->released_elements.load(std::memory_order_acquire);
+    return elements_written_ - released + memory_.header->held_elements.load(std::memory_order_acquire);
   }
   /// Asks the reader to ring the writer's bell once `min_payload` bytes can be claimed (and not
   /// on every release before that). Call before Bell::prepare(); clear_wake() after.
   void request_wake_for_room(std::size_t min_payload) noexcept;
-  /// Bytes committed and not yet released by the reader.
+  /// Bytes committed and not yet released by the reader, and those of the elements it holds.
   [[nodiscard]] std::uint64_t bytes_in_flight() const noexcept {
-    return head_ - memory_.header->tail.load(std::memory_order_acquire);
+    const std::uint64_t tail = memory_.header->tail.load(std::memory_order_acquire);
+    return head_ - tail + memory_.header->held_bytes.load(std::memory_order_acquire);
   }
-  /// Asks the reader to ring the writer's bell once at most `elements` element records are in
-  /// flight, or (unless `bytes` is UINT64_MAX) once at most `bytes` bytes are. Call before
-  /// Bell::prepare(); clear_wake() after.
+  /// Asks the reader to ring the writer's bell once at most `elements` elements are in flight, or
+  /// (unless `bytes` is UINT64_MAX) once at most `bytes` bytes are, as elements_in_flight() and
+  /// bytes_in_flight() count them. Call before Bell::prepare(); clear_wake() after.
   void request_wake_for_elements(std::uint64_t elements, std::uint64_t bytes = UINT64_MAX) noexcept;
   void clear_wake() noexcept;
 
@@ -155,6 +177,12 @@ class RingReader {
   /// Frees the record peek() returned. Returns true when the writer asked to be woken: ring its
   /// bell.
   [[nodiscard]] bool release(const Record& record) noexcept;
+  /// Counts an element of `payload` bytes against the writer's budget while the reader holds it
+  /// outside the ring: call before releasing its last record, or when restoring it from a checkpoint.
+  void hold(std::size_t payload) noexcept;
+  /// The reader took (or dropped) an element it held. Returns true when the writer asked to be
+  /// woken: ring its bell.
+  [[nodiscard]] bool let_go(std::size_t payload) noexcept;
 
   /// Marks the reader as sleeping until `elements` more elements are there (or a while passed);
   /// the dispatching process also feeds starving readers first. Call before Bell::prepare().
@@ -162,10 +190,15 @@ class RingReader {
   void stop_waiting() noexcept { memory_.header->reader_starving.store(0, std::memory_order_release); }
 
  private:
+  /// Whether the writer asked to be woken at what is released and held now.
+  [[nodiscard]] bool writer_wants_wake() const noexcept;
+
   RingMemory memory_;
   std::uint64_t tail_ = 0;
   std::uint64_t head_seen_ = 0;
   std::uint64_t released_elements_ = 0;
+  std::uint64_t held_elements_ = 0;
+  std::uint64_t held_bytes_ = 0;
 };
 
 }  // namespace dpipe::detail::transport

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -394,6 +395,91 @@ TEST_CASE("MP checkpoint: saved after a worker threw it restores the position of
           "[mp][checkpoint]") {
   dpipe::testing::check_checkpoint_after_failure(
       [](const dpipe::IterPipe<int>& pipe) { return DataLoader2<int>(pipe, dpipe::testing::workers(2)); });
+}
+
+/// A record the merge of the workers stores for a worker ("graph/merge_workers/input<i>:stored"):
+/// its kind (1: an element) and its encoded bytes.
+struct StoredRecord {
+  std::uint8_t kind = 0;
+  std::vector<std::byte> bytes;
+  DPIPE_FIELDS(kind, bytes)
+};
+
+/// The elements the merge of the workers stores for worker `worker` in the checkpoint `state`.
+std::vector<std::vector<std::byte>> stored_elements(const std::vector<std::byte>& state, std::size_t worker) {
+  const auto store = dpipe::StateStore::from_blob(state);
+  const auto* field = store.find(fmt::format("graph/merge_workers/input{}:stored", worker));
+  REQUIRE(field != nullptr);
+  std::vector<std::vector<std::byte>> elements;
+  for (auto& record : dpipe::from_bytes<std::vector<StoredRecord>>(field->value)) {
+    if (record.kind == 1) elements.push_back(std::move(record.bytes));
+  }
+  return elements;
+}
+
+TEST_CASE("MP checkpoint: frequent saves keep what the main process holds for a worker within its budget",
+          "[mp][checkpoint]") {
+  // A save moves what a worker queued into the merge's storage; until the main process takes them
+  // those elements count against the worker's budget, so storage and queue together never hold
+  // more than the budget: the prefetch counts (10 + 10 / 2 = 15 elements), or all but the last
+  // element within the small elements' allowance (64 KiB, each counting its 8-byte record header
+  // and its payload padded to 8 bytes; a thread's elements count more).
+  constexpr std::size_t kPrefetchBudget = 15;
+  constexpr std::size_t kAllowance = std::size_t{64} << 10;
+  const auto within_budget = [&](const std::vector<std::vector<std::byte>>& elements) {
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i + 1 < elements.size(); ++i) bytes += 8 + (elements[i].size() + 7) / 8 * 8;
+    return elements.size() <= kPrefetchBudget || bytes < kAllowance;
+  };
+  const auto make_pipeline = [] {
+    return iter::from(range(60000)).shuffle(64).sharding_filter().map([](int x) { return mix(x, 3, 0); }).batch(16);
+  };
+  for (const auto kind : {dpipe::WorkerKind::kProcess, dpipe::WorkerKind::kThread}) {
+    INFO((kind == dpipe::WorkerKind::kProcess ? "worker processes" : "worker threads"));
+    const auto make = [&] {
+      return DataLoader2<Batch>(make_pipeline(),
+                                MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
+    };
+    auto reference = make();
+    reference.seed(7);
+    const auto first = epoch(reference);
+    REQUIRE(first.size() == 60000 / 16);
+
+    auto loader = make();
+    loader.seed(7);
+    std::vector<std::byte> late;
+    std::size_t taken = 0;
+    auto it = loader.begin();
+    for (int save = 1; save <= 50; ++save) {
+      for (int i = 0; i < 3; ++i, ++it, ++taken) REQUIRE(*it == first[taken]);
+      const auto state = loader.state_dict();
+      for (std::size_t worker = 0; worker < 2; ++worker) {
+        INFO("save " << save << ", worker " << worker);
+        CHECK(within_budget(stored_elements(state, worker)));
+      }
+      if (save == 45) late = state;
+    }
+    std::vector<Batch> rest;
+    for (; it != loader.end(); ++it) rest.push_back(*it);
+    CHECK(rest == std::vector<Batch>(first.begin() + 150, first.end()));
+
+    // Restored, the workers refill their queues before the merge loads what the checkpoint stored,
+    // so a save soon after a restore may hold both; once the loop has taken the restored ones (at
+    // most 820 batches of 80 bytes per worker), saves keep within the budget again.
+    auto restored = make();
+    restored.load_state_dict(late);
+    std::vector<Batch> resumed;
+    auto restored_it = restored.begin();
+    for (int i = 0; i < 1900; ++i, ++restored_it) resumed.push_back(*restored_it);
+    const auto after_restore = restored.state_dict();
+    for (std::size_t worker = 0; worker < 2; ++worker) {
+      INFO("saved after the restore, worker " << worker);
+      CHECK(within_budget(stored_elements(after_restore, worker)));
+    }
+    for (; restored_it != restored.end(); ++restored_it) resumed.push_back(*restored_it);
+    CHECK(resumed == std::vector<Batch>(first.begin() + 135, first.end()));
+    CHECK(epoch(restored) == epoch(reference));
+  }
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ using dpipe::detail::transport::ErrorReport;
 using dpipe::detail::transport::Liveness;
 using dpipe::detail::transport::marker_payload;
 using dpipe::detail::transport::RecordKind;
+using dpipe::detail::transport::RecordStream;
 using Merge = dpipe::detail::transport::RecordMerge<dpipe::detail::transport::CyclicOrder>;
 using dpipe::detail::transport::RingHeader;
 using dpipe::detail::transport::RingMemory;
@@ -257,6 +258,84 @@ TEST_CASE("transport: a waiting writer is woken when what it waits for is there 
   CHECK(bytes_writer.bytes_in_flight() == 2 * 808);
   bytes_writer.clear_wake();
   CHECK_FALSE(release_bytes());
+}
+
+TEST_CASE("transport: elements a drained stream stores count against its writer until taken / restored ones too",
+          "[mp]") {
+  TestRing ring(4096);
+  dpipe::detail::transport::RingWriter writer(ring.memory());
+  Bell writer_bell;
+  Bell reader_bell;
+  AlwaysAlive alive;
+  const Endpoint endpoint{&reader_bell, &alive, std::chrono::milliseconds(0)};
+  RecordStream stream(StreamLink{ring.memory(), &writer_bell, nullptr, "the writer"});
+  const std::vector<std::byte> payload(20);  // records of 32 bytes
+  REQUIRE(writer.try_write(RecordKind::kResetAck, marker_payload(1)));
+  for (int i = 0; i < 3; ++i) REQUIRE(writer.try_write(RecordKind::kElement, payload));
+  REQUIRE(writer.try_write(RecordKind::kPaused, marker_payload(9)));
+  stream.drain_until_paused(endpoint, 1, 9);
+  CHECK(writer.drained());  // the ring is empty, but the stream holds the 3 elements
+  CHECK(writer.elements_in_flight() == 3);
+  CHECK(writer.bytes_in_flight() == 3 * 32);
+  REQUIRE(writer.try_write(RecordKind::kElement, payload));
+  CHECK(writer.elements_in_flight() == 4);
+  CHECK(writer.bytes_in_flight() == 4 * 32);
+
+  dpipe::StateStore state;
+  dpipe::StateWriter state_writer(state, "stream");
+  stream.save_state(state_writer);
+  std::vector<std::byte> buffer;
+  CHECK(stream.take(endpoint, 1, buffer).kind == RecordKind::kElement);  // a stored one
+  CHECK(writer.elements_in_flight() == 3);
+  CHECK(writer.bytes_in_flight() == 3 * 32);
+  stream.reset();  // a new epoch drops what is stored
+  CHECK(writer.elements_in_flight() == 1);
+  CHECK(writer.bytes_in_flight() == 32);
+
+  // Restored into a fresh ring, the 3 stored elements count before the writer wrote any.
+  TestRing fresh(4096);
+  dpipe::detail::transport::RingWriter fresh_writer(fresh.memory());
+  RecordStream restored(StreamLink{fresh.memory(), &writer_bell, nullptr, "the writer"});
+  restored.load_state(dpipe::StateReader(state, "stream"));
+  CHECK(fresh_writer.elements_in_flight() == 3);
+  CHECK(fresh_writer.bytes_in_flight() == 3 * 32);
+  CHECK(restored.take(endpoint, 1, buffer).kind == RecordKind::kElement);
+  CHECK(fresh_writer.elements_in_flight() == 2);
+}
+
+TEST_CASE("transport: a writer waiting for its budget is woken when the reader lets go of held elements", "[mp]") {
+  TestRing ring(4096);
+  dpipe::detail::transport::RingWriter writer(ring.memory());
+  dpipe::detail::transport::RingReader reader(ring.memory());
+  const std::vector<std::byte> payload(20);  // records of 32 bytes
+  for (int i = 0; i < 4; ++i) REQUIRE(writer.try_write(RecordKind::kElement, payload));
+  // At most 2 elements or 64 bytes in flight; the reader holds what it releases.
+  writer.request_wake_for_elements(2, 64);
+  for (int i = 0; i < 4; ++i) {
+    const auto record = reader.peek();
+    REQUIRE(record);
+    reader.hold(record->payload.size());
+    CHECK_FALSE(reader.release(*record));
+  }
+  CHECK(writer.elements_in_flight() == 4);
+  CHECK_FALSE(reader.let_go(20));
+  CHECK(reader.let_go(20));  // 2 in flight
+  writer.request_wake_for_elements(0);
+  CHECK_FALSE(reader.let_go(20));
+  CHECK(reader.let_go(20));
+  CHECK(writer.elements_in_flight() == 0);
+
+  // Held without having been written (restored from a checkpoint into a fresh ring).
+  TestRing fresh(4096);
+  dpipe::detail::transport::RingWriter fresh_writer(fresh.memory());
+  dpipe::detail::transport::RingReader fresh_reader(fresh.memory());
+  fresh_reader.hold(20);
+  fresh_reader.hold(20);
+  CHECK(fresh_writer.elements_in_flight() == 2);
+  CHECK(fresh_writer.bytes_in_flight() == 2 * 32);
+  fresh_writer.request_wake_for_elements(0, 0);
+  CHECK_FALSE(fresh_reader.let_go(20));
+  CHECK(fresh_reader.let_go(20));
 }
 
 /// Counts liveness checks, and the thorough ones (at most one per liveness period of waiting).

@@ -56,17 +56,17 @@ class Worker final : public GroupChild {
       const std::size_t w = info_.worker_id;
       feed_header_ = pool.dispatch_ring(w).header;
       fed_at_release_ = fed();
-      feed_ = std::make_shared<WorkerMerge>(
-          std::vector<StreamLink>{
-              StreamLink{pool.dispatch_ring(w),
-                         &pool.dispatcher().bell,
-                         &pool.dispatcher().bell,
-                         dispatcher_name(plan_.config),
-                         Activity::kWaitingForDispatcher,
-                         {},
-                         plan_.passing().handoff(plan_.dispatched),
-                         launch.exceptions != nullptr ? &launch.exceptions[info_.num_workers] : nullptr}},
-          endpoint_, [this] { return progress_.generation; });
+      StreamLink link{pool.dispatch_ring(w),
+                      &pool.dispatcher().bell,
+                      &pool.dispatcher().bell,
+                      dispatcher_name(plan_.config),
+                      Activity::kWaitingForDispatcher,
+                      {},
+                      plan_.passing().handoff(plan_.dispatched),
+                      launch.exceptions != nullptr ? &launch.exceptions[info_.num_workers] : nullptr};
+      link.count_stored = false;  // see StreamLink::count_stored
+      feed_ = std::make_shared<WorkerMerge>(std::vector<StreamLink>{std::move(link)}, endpoint_,
+                                            [this] { return progress_.generation; });
       auto receiver = plan_.passing().receiver(plan_.dispatched, feed_, "from_dispatcher");
       const auto placeholders = graph::find_dps<PlaceholderTag>(graph::traverse_dps(root_));
       if (placeholders.size() != 1) {
