@@ -1,5 +1,6 @@
 #include "io/archive_stream.hpp"
 
+#include <algorithm>
 #include <archive.h>
 #include <archive_entry.h>
 #include <clocale>
@@ -9,6 +10,7 @@
 #include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/decompress.hpp>
 
+#include "io/filtered_source.hpp"
 #include "io/gzip_source.hpp"
 #include "io/hold_back.hpp"
 
@@ -42,15 +44,21 @@ class Utf8Names {
 
 }  // namespace
 
-ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view node, ArchiveFilter filter)
-    : file_(std::move(file)), node_(node), buffer_(kBlock) {
+ArchiveStream::ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view node, ArchiveFilter filter,
+                             std::string_view head)
+    : file_(std::move(file)), node_(node), buffer_(std::max(kBlock, head.size())) {
   const std::string path = file_.path();
+  pending_ = head.copy(buffer_.data(), head.size());
   if (kind == ArchiveKind::kTar) {
     pending_ = read_head(file_, buffer_, node);
-    if (starts_as_gzip({buffer_.data(), pending_})) {
-      gunzip_ = std::make_unique<HoldBackSource>(
-          std::make_unique<GzipSource>(std::move(file_), std::string_view(buffer_.data(), pending_), node),
-          kDefaultHoldBack);
+    const std::string_view tar_head(buffer_.data(), pending_);
+    std::unique_ptr<CheckedSource> decompressor;
+    if (starts_as_gzip(tar_head))
+      decompressor = std::make_unique<GzipSource>(std::move(file_), tar_head, node);
+    else if (const auto tar_filter = filter_of_head(tar_head))
+      decompressor = std::make_unique<FilteredSource>(std::move(file_), *tar_filter, node, tar_head);
+    if (decompressor) {
+      decompressed_ = std::make_unique<HoldBackSource>(std::move(decompressor), kDefaultHoldBack);
       pending_ = 0;
     }
   }
@@ -95,7 +103,8 @@ ssize_t ArchiveStream::read_callback(archive* /*handle*/, void* self, const void
   *buffer = stream.buffer_.data();
   if (stream.pending_ > 0) return static_cast<ssize_t>(std::exchange(stream.pending_, 0));
   try {
-    if (stream.gunzip_) return static_cast<ssize_t>(stream.gunzip_->read(stream.buffer_.data(), stream.buffer_.size()));
+    if (stream.decompressed_)
+      return static_cast<ssize_t>(stream.decompressed_->read(stream.buffer_.data(), stream.buffer_.size()));
     return static_cast<ssize_t>(stream.file_.read(stream.buffer_.data(), stream.buffer_.size(), stream.node_));
   } catch (...) {  // no exception crosses libarchive's C frames
     stream.file_error_ = std::current_exception();
@@ -158,7 +167,7 @@ std::uint64_t ArchiveStream::consumed() const noexcept {
 }
 
 bool ArchiveStream::compressed() const noexcept {
-  return gunzip_ != nullptr || archive_filter_code(handle_, 0) != ARCHIVE_FILTER_NONE;
+  return decompressed_ != nullptr || archive_filter_code(handle_, 0) != ARCHIVE_FILTER_NONE;
 }
 
 }  // namespace dpipe::io::detail

@@ -40,16 +40,18 @@ struct ArchiveMember {
   bool regular = false;  ///< a file (not a directory, link or device)
 };
 
-/// libarchive over an OpenedFile. A gzip-compressed tar is decompressed by GzipSource, which
-/// checks the gzip trailers libarchive's filter ignores, and each member's bytes are held back
-/// until its trailer matched (up to kDefaultHoldBack); libarchive then reads a plain tar (other
-/// compressors go through libarchive's filters). read_* failures are SourceFailure with libarchive's
-/// reason, or the DataError the file itself raised. Thread-safety: one thread at a time.
+/// libarchive over an OpenedFile. A compressed tar is decompressed before libarchive reads it as a
+/// plain tar, its bytes held back until their check passed (up to kDefaultHoldBack): a gzip one by
+/// GzipSource, which checks the gzip trailers libarchive's filter ignores, member by member; a bz2,
+/// xz, lzma or zstd one by a FilteredSource, whose stream is checked at its end. read_* failures
+/// are SourceFailure with libarchive's reason, or the DataError the file itself raised.
+/// Thread-safety: one thread at a time.
 class ArchiveStream {
  public:
-  /// Opens `file` as `kind`; a compressed stream must use `filter`. DataError naming `node` when
-  /// `file` is not what `kind` says.
-  ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view node, ArchiveFilter filter = {});
+  /// Opens `file` as `kind`; a compressed stream must use `filter`, and `head` holds the bytes
+  /// already read from its start. DataError naming `node` when `file` is not what `kind` says.
+  ArchiveStream(OpenedFile file, ArchiveKind kind, std::string_view node, ArchiveFilter filter = {},
+                std::string_view head = {});
   ArchiveStream(const ArchiveStream&) = delete;
   ArchiveStream& operator=(const ArchiveStream&) = delete;
   ~ArchiveStream();
@@ -81,9 +83,9 @@ class ArchiveStream {
   /// libarchive's reason (after `context` and ": " when given).
   [[noreturn]] void fail(std::string_view context = {});
 
-  OpenedFile file_;  // moved into gunzip_ for a gzip-compressed tar
+  OpenedFile file_;  // moved into decompressed_ for a compressed tar
   std::string node_;
-  std::unique_ptr<ByteSource> gunzip_;  // a .tar.gz, decompressed here with its trailers checked
+  std::unique_ptr<ByteSource> decompressed_;  // a compressed tar, decompressed here with its checks
   archive* handle_ = nullptr;
   std::vector<char> buffer_;
   std::size_t pending_ = 0;  // bytes at the front of buffer_ read before libarchive started

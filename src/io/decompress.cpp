@@ -1,7 +1,10 @@
 #include <archive.h>
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -10,7 +13,7 @@
 #include <dpipe/io/byte_source.hpp>
 #include <dpipe/io/decompress.hpp>
 
-#include "io/archive_stream.hpp"
+#include "io/filtered_source.hpp"
 #include "io/gzip_source.hpp"
 #include "io/hold_back.hpp"
 #include "io/opener_registry.hpp"
@@ -58,29 +61,12 @@ class LimitedSource final : public ByteSource {
   std::uint64_t produced_ = 0;
 };
 
-/// One stream through one of libarchive's filters (all formats but gzip). libarchive does not
-/// tell where a block or frame ends, so the stream is the unit its checks cover.
-class FilteredSource final : public detail::CheckedSource {
- public:
-  FilteredSource(OpenedFile file, const FormatInfo& info, std::string_view node)
-      : stream_(std::move(file), detail::ArchiveKind::kCompressedStream, node, {info.filter, info.name}) {
-    detail::ArchiveMember member;
-    if (!stream_.next_member(member)) at_end_ = true;  // an empty stream
-  }
-
-  std::size_t read(char* data, std::size_t size) override { return at_end_ ? 0 : stream_.read(data, size); }
-  [[nodiscard]] std::uint64_t checked() const noexcept override { return 0; }
-  [[nodiscard]] std::string_view unit() const noexcept override { return "stream"; }
-
- private:
-  detail::ArchiveStream stream_;
-  bool at_end_ = false;
-};
-
 /// The decompressor of `file` in `format`; DataError naming `node` when the file does not start as
 /// `format` says.
 std::unique_ptr<detail::CheckedSource> decompressor(OpenedFile file, const FormatInfo& info, std::string_view node) {
-  if (info.format != Compression::kGzip) return std::make_unique<FilteredSource>(std::move(file), info, node);
+  if (info.format != Compression::kGzip)
+    return std::make_unique<detail::FilteredSource>(std::move(file), detail::ArchiveFilter{info.filter, info.name},
+                                                    node);
   std::vector<char> head(std::size_t{64} << 10);
   head.resize(detail::read_head(file, head, node));
   if (!detail::starts_as_gzip({head.data(), head.size()}))
@@ -131,6 +117,44 @@ OpenedFile open_decompressed(OpenedFile file, Compression format, std::uint64_t 
 }
 
 namespace detail {
+
+FilteredSource::FilteredSource(OpenedFile file, ArchiveFilter filter, std::string_view node, std::string_view head)
+    : stream_(std::move(file), ArchiveKind::kCompressedStream, node, filter, head) {
+  ArchiveMember member;
+  if (!stream_.next_member(member)) at_end_ = true;  // an empty stream
+}
+
+std::optional<ArchiveFilter> filter_of_head(std::string_view head) noexcept {
+  const auto starts = [head](std::string_view magic, std::size_t at = 0) {
+    return head.size() >= at + magic.size() && head.substr(at, magic.size()) == magic;
+  };
+  const auto little_endian = [head](std::size_t at, std::size_t size) {
+    std::uint64_t value = 0;
+    for (std::size_t byte = size; byte-- > 0;) value = value << 8U | static_cast<unsigned char>(head[at + byte]);
+    return value;
+  };
+  std::optional<Compression> format;
+  if (starts("BZh") && head.size() > 3 && head[3] >= '1' && head[3] <= '9' &&
+      (starts("1AY&SY", 4) || starts("\x17\x72\x45\x38\x50\x90", 4)))  // a block, or the end of an empty stream
+    format = Compression::kBzip2;
+  else if (starts({"\xfd\x37zXZ\0", 6}))
+    format = Compression::kXz;
+  else if (starts("\x28\xb5\x2f\xfd"))
+    format = Compression::kZstd;
+  else if (head.size() >= 13 && head[0] == '\x5d') {
+    // lzma_alone: properties 0x5d, a dictionary of 2^n or 3 * 2^n bytes (4 KiB or more), and the
+    // uncompressed size, unknown (all ones) or under 1 TiB
+    const auto dictionary = little_endian(1, 4);
+    const auto lowest = dictionary & (~dictionary + 1);
+    const auto size = little_endian(5, 8);
+    if (dictionary >= 4096 && (dictionary == lowest || dictionary == 3 * lowest) &&
+        (size == ~std::uint64_t{0} || size < (std::uint64_t{1} << 40)))
+      format = Compression::kLzma;
+  }
+  if (!format) return std::nullopt;
+  const auto& info = *info_of(*format);
+  return ArchiveFilter{info.filter, info.name};
+}
 
 void add_decompressed_openers(const AddOpener& add) {
   for (const auto& info : kFormats) {

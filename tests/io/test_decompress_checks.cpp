@@ -1,6 +1,7 @@
 // decompress holds decompressed bytes back until their integrity check passes: a damaged gzip
 // member, bz2, xz or zstd stream yields no element before its DataError, and OnError::skip drops
-// the damaged member while the intact members before it are kept. hold_back 0 shows what each
+// the damaged member while the intact members before it are kept; load_from_tar reads a bz2, xz,
+// lzma or zstd tar through the same decompressor, so a damaged one yields no member. hold_back 0 shows what each
 // test guards against (the bytes were passed on before the check), and a member longer than
 // hold_back is passed on in pieces, its error saying how many of its bytes went on unchecked.
 
@@ -146,6 +147,28 @@ void write_zstd_with_checksum(const std::string& path, const std::string& text) 
   std::ofstream(path, std::ios::binary) << frame;
 }
 
+/// The names of the members load_from_tar yields from `paths` (as `lines`) before its DataError.
+LinesThenError read_members(const std::vector<std::string>& paths, dpipe::OnError on_error = {}) {
+  const auto pipe =
+      dpipe::iter::from(paths) | dpipe::io::open_files() | dpipe::io::load_from_tar({.on_error = on_error});
+  LinesThenError result;
+  try {
+    for (auto& member : pipe) result.lines.push_back(fs::path(member.first).filename().string());
+  } catch (const dpipe::DataError& error) {
+    result.error = error.what();
+  }
+  return result;
+}
+
+/// Writes `entries` to `path` as a ustar compressed with `filter`; a zstd one as write_zstd_with_checksum
+/// writes it, with its content checksum.
+void write_tar(const std::string& path, const std::string& filter,
+               const std::vector<dpipe::testing::ArchiveEntry>& entries) {
+  if (filter != "zstd") return dpipe::testing::write_archive(path, "ustar", filter, entries);
+  dpipe::testing::write_archive(path, "ustar", "none", entries);
+  write_zstd_with_checksum(path, bytes_of(path));
+}
+
 }  // namespace
 
 TEST_CASE("decompress yields no line of a bz2 stream whose block CRC fails", "[io]") {
@@ -260,4 +283,48 @@ TEST_CASE("a gzip member longer than hold_back is passed on and its error counts
   const auto passed_on = std::stoull(match[1]);
   CHECK(passed_on + kHoldBack > text.size() - (256 << 10));
   CHECK(result.lines == split_lines(text.substr(0, text.rfind('\n', passed_on - 1) + 1)));
+}
+
+TEST_CASE("load_from_tar yields no member of a bz2 xz or zstd tar with two flipped bits and skip drops that tar",
+          "[io]") {
+  TempDir dir;
+  // Eight members of 150 KB: two bz2 blocks, the flipped bits in the second one.
+  std::vector<dpipe::testing::ArchiveEntry> entries;
+  for (std::uint32_t member = 0; member < 8; ++member)
+    entries.emplace_back("m" + std::to_string(member), numbered_lines(2000, 10 + member, 50));
+  for (const auto& [filter, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"bzip2", "bzip decompression failed"},
+           {"xz", "Lzma library error: Corrupted input data"},
+           {"zstd", "Zstd decompression failed: Restored data doesn't match checksum"}}) {
+    INFO(filter);
+    const std::string path = dir / ("set.tar." + filter);
+    const std::string next = dir / ("next.tar." + filter);
+    write_tar(path, filter, entries);
+    write_tar(next, filter, {{"n0", "zero"}, {"n1", "one"}});
+    const auto at = static_cast<std::int64_t>(fs::file_size(path) * 3 / 4);
+    flip_bit(path, at, 2);
+    flip_bit(path, at + 40, 5);
+    const auto raised = read_members({path, next});
+    CHECK(raised.lines.empty());
+    CHECK_THAT(raised.error, Catch::Matches("load_from_tar#[0-9]+: '" + path + "': " + reason));
+    const auto skipped = read_members({path, next}, dpipe::OnError::skip());
+    CHECK(skipped.lines == std::vector<std::string>{"n0", "n1"});
+    CHECK(skipped.error == "no DataError");
+  }
+}
+
+TEST_CASE("load_from_tar reads bz2 xz lzma and zstd tars and restores at their members", "[io]") {
+  TempDir dir;
+  std::vector<std::string> paths;
+  std::vector<dpipe::io::PathBytes> expected;
+  for (const std::string filter : {"bzip2", "xz", "lzma", "zstd"}) {
+    paths.push_back(dir / ("set.tar." + filter));
+    const std::vector<dpipe::testing::ArchiveEntry> entries{
+        {filter + "/a", "alpha " + filter}, {filter + "/b", numbered_lines(3000, 20, 30)}, {"c", filter}};
+    write_tar(paths.back(), filter, entries);
+    for (const auto& [name, bytes] : entries) expected.push_back({paths.back() + "/" + name, bytes});
+  }
+  dpipe::testing::check_battery(
+      [&] { return dpipe::iter::from(paths) | dpipe::io::open_files() | dpipe::io::load_from_tar(); }, expected,
+      std::nullopt);
 }
