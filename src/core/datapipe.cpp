@@ -41,7 +41,7 @@ DataPipe::DataPipe(const DataPipe& other)
     : std::enable_shared_from_this<DataPipe>(other),
       id_(next_node_id()),
       name_(other.name_),
-      label_(fmt::format("{}#{}", name_, id_)),
+      label_(other.label_),
       tag_(other.tag_),
       replicable_(other.replicable_) {}
 

@@ -45,7 +45,7 @@ int ChildLoop::run() {
       flush();
       if (can_produce()) {
         board_->set(Activity::kRunning);
-        reporting([&] { produce(); });
+        producing();
         continue;
       }
       // Nothing to do but wait: for room when an epoch runs, else for the main process's command.
@@ -73,6 +73,15 @@ void ChildLoop::set_root(DataPipePtr root) {
   if (root == root_ && encoder_) return;
   root_ = std::move(root);
   encoder_ = passing_->encoder(root_);
+}
+
+void ChildLoop::producing() {
+  guarded([&] { produce(); },
+          [this](ErrorReport report) {
+            // Raised here (not relayed from the process feeding this one) at the element it was on.
+            if (report.where == name_) report.element = progress_.produced;
+            fail(report);
+          });
 }
 
 void ChildLoop::fail(const ErrorReport& report) {
@@ -164,7 +173,7 @@ void ChildLoop::check_progress() const {
   const bool consistent =
       saved.active
           ? saved.generation == group_generation_ && saved.generation > 0 && !(saved.ended && saved.failed)
-          : saved.generation == 0 && group_generation_ == 0 && !saved.ended && !saved.failed && saved.dealt == 0;
+          : saved.generation == 0 && group_generation_ == 0 && !saved.ended && !saved.failed && saved.produced == 0;
   if (consistent) return;
   DPIPE_THROW(StateError,
               "the checkpoint's field process:progress is inconsistent: generation {}, active {}, ended {}, failed {} "

@@ -54,15 +54,15 @@ struct ChildProgress {
   bool active = false;           // an epoch was started
   bool ended = false;            // its stream ended in this epoch
   bool failed = false;           // it reported an error in this epoch
-  std::uint64_t dealt = 0;       // the dispatching process: elements dealt in this epoch
-  DPIPE_FIELDS(generation, active, ended, failed, dealt)
+  std::uint64_t produced = 0;    // elements it wrote in this epoch (the dispatching process: dealt)
+  DPIPE_FIELDS(generation, active, ended, failed, produced)
 
   /// Starts epoch `next`.
   void start(std::uint64_t next) noexcept {
     generation = next;
     active = true;
     ended = failed = false;
-    dealt = 0;
+    produced = 0;
   }
 };
 
@@ -107,7 +107,8 @@ class ChildLoop : public ChildBody {
   virtual void seed(SeedGenerator& seeds, std::uint64_t epoch) = 0;
   /// Whether the role has room to produce now (the loop checks the epoch's state).
   [[nodiscard]] virtual bool has_room() = 0;
-  /// Produces some elements; sets progress_.ended at the end of the stream.
+  /// Produces some elements, counting them in progress_.produced, also when the graph throws after
+  /// some; sets progress_.ended at the end of the stream.
   virtual void produce() = 0;
   /// Writes a marker, the end or an error to every reader of this child's elements.
   virtual void broadcast(RecordKind kind, std::span<const std::byte> payload) = 0;
@@ -148,6 +149,8 @@ class ChildLoop : public ChildBody {
   void reporting(Body&& body) {
     guarded(std::forward<Body>(body), [this](const ErrorReport& report) { fail(report); });
   }
+  /// produce(), reporting an exception with fail() as raised at the element it was producing.
+  void producing();
 
   std::string name_;
   WorkerInfo info_;

@@ -2,8 +2,10 @@
 // ErrorReport: an exception caught on the writing side of a ring, as a kError record carries it, and
 // the WorkerError it becomes on the reading side. Private to the library.
 
+#include <cstdint>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <dpipe/serialization/serializer.hpp>
@@ -14,8 +16,10 @@ struct ErrorReport {
   std::string where;  // "worker process 1", "dispatching process"
   std::string type;   // the exception's type name
   std::string message;
-  std::exception_ptr original{};  // the exception itself, where it cannot have crossed a process
-  DPIPE_FIELDS(where, type, message)
+  std::string node;                      // the node whose function raised it, or ""
+  std::optional<std::uint64_t> element;  // the element of the epoch `where` was producing
+  std::exception_ptr original{};         // the exception itself, where it cannot have crossed a process
+  DPIPE_FIELDS(where, type, message, node, element)
 };
 
 /// Where a child thread leaves the exception a kError record reports, for the reader to rethrow
@@ -36,8 +40,9 @@ class ExceptionSlot {
   std::exception_ptr exception_;
 };
 
-/// Describes the exception being handled (call inside a catch block) as happening in `where`; a
-/// WorkerError relayed from another process keeps the place it names.
+/// Describes the exception being handled (call inside a catch block) as happening in `where`, with
+/// the node whose function raised it, if one did (detail::call_user_function). A WorkerError
+/// relayed from another process keeps the place, node and element it names.
 ErrorReport report_current_exception(const std::string& where);
 
 /// Throws the exception `report` carries, or else the WorkerError it describes.

@@ -67,6 +67,7 @@ ByteWriter& RingSink::begin() {
 }
 
 void RingSink::end() {
+  ++elements_ended_;
   if (spilling_) {
     spilling_ = false;
     if (!spilled_.back().continued) ++spilled_elements_;

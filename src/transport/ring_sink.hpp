@@ -77,6 +77,8 @@ class RingSink final : public ElementSink, private ByteSink {
   void drop_spilled();
 
   [[nodiscard]] RingWriter& writer() noexcept { return writer_; }
+  /// The elements ended (end() or end_handle()) since this sink was made.
+  [[nodiscard]] std::uint64_t elements_ended() const noexcept { return elements_ended_; }
 
  private:
   /// A record, or the rest of one, waiting for room; `sent` bytes of it are in the ring already.
@@ -120,6 +122,7 @@ class RingSink final : public ElementSink, private ByteSink {
   bool counting_held_ = false;
   std::deque<std::uint64_t> held_;  // per element written and maybe in flight, oldest first
   std::uint64_t held_total_ = 0;    // their sum
+  std::uint64_t elements_ended_ = 0;
 };
 
 }  // namespace dpipe::detail::transport

@@ -6,8 +6,6 @@
 // on 127.0.0.1 (Debian's torch 1.13 with torch 2.x's sharding module, without NumPy in the
 // workers, as dpipe seeds), and cross-checked by replaying the logged seeds.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -16,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -161,7 +160,8 @@ TEST_CASE("Distributed: torchdata's order for a shuffle before the sharding poin
   CHECK(printed[1] == lines(c.rank1));
 }
 
-TEST_CASE("Distributed: a shuffle after the sharding point draws a seed per rank as torchdata's does", "[distributed]") {
+TEST_CASE("Distributed: a shuffle after the sharding point draws a seed per rank as torchdata's does",
+          "[distributed]") {
   const auto printed = outputs(run({"shuffled4", "--seed", "123", "--epochs", "3"}));
   CHECK(printed[0] == epoch_line(0, {12, 7, 8, 3, 2, 20, 18, 4, 14, 17, 6}) +
                           epoch_line(1, {9, 10, 20, 2, 4, 16, 6, 7, 22, 15, 18}) +
@@ -191,18 +191,16 @@ TEST_CASE("Distributed: 2 ranks x 2 workers give torchdata's order (T18 T19)", "
   }
   SECTION("a shuffle before the sharding point") {
     const auto printed = outputs(run(with({"large", "--seed", "123", "--epochs", "2"})));
-    CHECK(printed[0] ==
-          epoch_line(0, {35, 21, 6, 40, 16, 38, 24, 30, 4, 33, 15, 1, 12, 27, 7, 3, 31, 17, 32, 26}) +
-              epoch_line(1, {14, 7, 33, 2, 3, 9, 34, 22, 16, 23, 18, 11, 26, 32, 17, 35, 5, 8, 20, 30}));
+    CHECK(printed[0] == epoch_line(0, {35, 21, 6, 40, 16, 38, 24, 30, 4, 33, 15, 1, 12, 27, 7, 3, 31, 17, 32, 26}) +
+                            epoch_line(1, {14, 7, 33, 2, 3, 9, 34, 22, 16, 23, 18, 11, 26, 32, 17, 35, 5, 8, 20, 30}));
     CHECK(printed[1] ==
           epoch_line(0, {23, 39, 13, 9, 11, 0, 8, 34, 28, 10, 37, 29, 19, 18, 14, 22, 36, 20, 5, 2}) +
               epoch_line(1, {27, 13, 15, 38, 12, 25, 6, 10, 24, 19, 28, 36, 31, 0, 29, 40, 4, 21, 1, 39}));
   }
   SECTION("and a shuffle in each worker") {
     const auto printed = outputs(run(with({"large4", "--seed", "123", "--epochs", "2"})));
-    CHECK(printed[0] ==
-          epoch_line(0, {16, 40, 35, 38, 24, 30, 12, 27, 6, 1, 15, 33, 32, 21, 31, 3, 7, 17, 25, 26}) +
-              epoch_line(1, {34, 7, 33, 22, 3, 23, 14, 32, 18, 9, 26, 35, 5, 8, 20, 2, 17, 30, 16, 11}));
+    CHECK(printed[0] == epoch_line(0, {16, 40, 35, 38, 24, 30, 12, 27, 6, 1, 15, 33, 32, 21, 31, 3, 7, 17, 25, 26}) +
+                            epoch_line(1, {34, 7, 33, 22, 3, 23, 14, 32, 18, 9, 26, 35, 5, 8, 20, 2, 17, 30, 16, 11}));
     CHECK(printed[1] ==
           epoch_line(0, {13, 34, 28, 0, 11, 9, 8, 18, 14, 22, 19, 20, 37, 29, 36, 39, 23, 2, 5, 10}) +
               epoch_line(1, {6, 25, 15, 10, 28, 19, 12, 0, 24, 38, 29, 40, 27, 36, 4, 21, 31, 13, 1, 39}));
@@ -230,13 +228,13 @@ TEST_CASE("Distributed: a checkpoint of every rank after k elements resumes exac
     std::vector<std::string> block;
     std::size_t k;
   };
-  const auto c = GENERATE(Case{"large", {}, {}, 0}, Case{"large", {}, {}, 1}, Case{"large", {}, {}, 4},
-                          Case{"large", {}, {}, 20}, Case{"large", {"--workers", "2"}, {}, 0},
-                          Case{"large", {"--workers", "2"}, {}, 1}, Case{"large", {"--workers", "2"}, {}, 4},
-                          Case{"large", {"--workers", "2"}, {}, 20},
-                          Case{"long", {"--workers", "2"}, {"--block", "64"}, 1500},
-                          Case{"long", {"--workers", "2", "--threads"}, {"--block", "64"}, 1500},
-                          Case{"long", {}, {"--block", "64"}, 4999});
+  const auto c =
+      GENERATE(Case{"large", {}, {}, 0}, Case{"large", {}, {}, 1}, Case{"large", {}, {}, 4}, Case{"large", {}, {}, 20},
+               Case{"large", {"--workers", "2"}, {}, 0}, Case{"large", {"--workers", "2"}, {}, 1},
+               Case{"large", {"--workers", "2"}, {}, 4}, Case{"large", {"--workers", "2"}, {}, 20},
+               Case{"long", {"--workers", "2"}, {"--block", "64"}, 1500},
+               Case{"long", {"--workers", "2", "--threads"}, {"--block", "64"}, 1500},
+               Case{"long", {}, {"--block", "64"}, 4999});
   INFO(c.pipeline << " " << fmt::format("{}", fmt::join(c.workers, " ")) << " after " << c.k);
   const dpipe::testing::TempDir dir;
   const auto args = [&](std::vector<std::string> extra) {
@@ -374,22 +372,21 @@ TEST_CASE("Distributed: a rank whose pipeline throws stops every rank with its r
       run({"long", "--seed", "3", "--workers", std::to_string(workers), "--fail-after", "100"}, ranks);
   REQUIRE(outcomes[0].exited(3));
   REQUIRE(outcomes[1].exited(3));
-  // Rank 1 sees its own failure, rank 0 a RendezvousError naming rank 1 and the same failure.
-  const std::regex own(workers == 0 ? "error std::runtime_error: sample ([0-9]+) is corrupt\n"
-                                    : "error dpipe::WorkerError: Caught std::runtime_error in worker process 0\\.\n"
-                                      "Original message: sample ([0-9]+) is corrupt\n");
+  // Rank 1 sees its own failure, rank 0 a RendezvousError naming rank 1 and the same failure. With
+  // workers, each worker's copy of the map throws on its element 100; worker 0's comes first.
+  const std::regex own(workers == 0 ? "error (std::runtime_error: sample ([0-9]+) is corrupt)\n"
+                                    : "error (dpipe::WorkerError: Caught std::runtime_error in worker process 0\\.\n"
+                                      "Original message: sample ([0-9]+) is corrupt\n"
+                                      "Raised by map#[0-9]+'s function while worker process 0 produced element 100 of "
+                                      "its stream in this epoch \\(counting from 0\\)\\.)\n");
   std::smatch failed;
   INFO(outcomes[1].out);
   REQUIRE(std::regex_search(outcomes[1].out, failed, own));
-  const std::string reason = workers == 0 ? "std::runtime_error: sample " + failed[1].str() + " is corrupt"
-                                          : "dpipe::WorkerError: Caught std::runtime_error in worker process 0.\n"
-                                            "Original message: sample " +
-                                                failed[1].str() + " is corrupt";
+  const std::string reason = failed[1].str();
   CHECK_THAT(outcomes[0].out,
              Catch::StartsWith("error dpipe::RendezvousError: DistributedReadingService (rank 0 of 2 under torchrun, "
                                "rank 0 serving the store at 127.0.0.1:") &&
-                 Catch::Contains("): fullsync round ") &&
-                 Catch::EndsWith(": rank 1 failed: " + reason + "\n"));
+                 Catch::Contains("): fullsync round ") && Catch::EndsWith(": rank 1 failed: " + reason + "\n"));
 }
 
 TEST_CASE("Distributed: a rank killed mid-epoch is named by the others", "[distributed][faults]") {
@@ -438,11 +435,11 @@ TEST_CASE("Distributed: a rank that never arrives is named at the timeout", "[di
   SECTION("rank 0 missing") {
     const auto outcomes = run({"large", "--timeout-ms", "1500"}, {ranks[1]});
     REQUIRE(outcomes[0].exited(3));
-    CHECK(std::regex_match(outcomes[0].out,
-                           std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 1 of 2 under "
-                                      "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): cannot meet the "
-                                      "other ranks: TcpStore: cannot reach the store at 127\\.0\\.0\\.1:[0-9]+ within "
-                                      "1500 ms \\(Connection refused\\)\n")));
+    CHECK(std::regex_match(
+        outcomes[0].out, std::regex("error dpipe::RendezvousError: DistributedReadingService \\(rank 1 of 2 under "
+                                    "torchrun, rank 0 serving the store at 127\\.0\\.0\\.1:[0-9]+\\): cannot meet the "
+                                    "other ranks: TcpStore: cannot reach the store at 127\\.0\\.0\\.1:[0-9]+ within "
+                                    "1500 ms \\(Connection refused\\)\n")));
   }
 }
 

@@ -151,6 +151,10 @@ TEST_CASE("clone: a deep copy that keeps shared nodes shared", "[graph][clone]")
   for (std::size_t i = 0; i < copied_nodes.size(); ++i) {
     CHECK(copied_nodes[i]->name() == original_nodes[i]->name());
     CHECK_FALSE(original_ids.contains(copied_nodes[i]->id()));
+    // Messages from the copy name the node the user built.
+    CHECK(copied_nodes[i]->label() == original_nodes[i]->label());
+    CHECK(original_nodes[i]->label() ==
+          std::string(original_nodes[i]->name()) + "#" + std::to_string(original_nodes[i]->id()));
   }
   auto it = f.dp.begin();  // iterating the original does not disturb the copy
   ++it;

@@ -388,12 +388,16 @@ TEST_CASE("OnError::skip: the same elements and the same budget error with worke
 
   // Worker 1 sees 1, 3, 5, ...: its third failure, 23, is element 11 of its share, and comes
   // before worker 0's third (28).
-  DataLoader2<int> budgeted(pipe(OnError::skip(2)), dpipe::testing::workers(2));
+  const auto budgeted_pipe = pipe(OnError::skip(2));
+  DataLoader2<int> budgeted(budgeted_pipe, dpipe::testing::workers(2));
   try {
     (void)epoch(budgeted);
     FAIL("the budget was not enforced in the worker");
   } catch (const dpipe::WorkerError& error) {
     CHECK(error.where() == "worker process 1");
+    // The map is named; worker 1 had yielded 11 - 2 skipped elements of its share.
+    CHECK(error.node() == budgeted_pipe.node().label());
+    CHECK(error.element() == std::optional<std::uint64_t>(9));
     CHECK(error.original_type() == "dpipe::ElementError");
     CHECK(error.original_message().ends_with(
         ": fn threw on element 11: std::runtime_error: bad 23; that is 3 failed elements in this epoch, more than the "

@@ -53,6 +53,32 @@ bool exits_within(pid_t pid, int timeout_ms) {
   return ready == 1;
 }
 
+/// A user node (no function of a user's) that throws when it reads `value`.
+class ThrowsOn final : public dpipe::IterDataPipe<int> {
+ public:
+  ThrowsOn(const dpipe::IterPipe<int>& source, int value)
+      : IterDataPipe("throws_on"), source_(source.ptr()), value_(value) {}
+  void for_each_input(const dpipe::InputVisitor& visit) override { visit(source_); }
+  [[nodiscard]] dpipe::DataPipePtr clone_self() const override { return std::make_shared<ThrowsOn>(*this); }
+
+ protected:
+  std::optional<int> next_impl() override {
+    auto element = source_.next();
+    if (element && *element == value_) throw std::length_error("node failed on " + std::to_string(value_));
+    return element;
+  }
+
+ private:
+  dpipe::Input<int> source_;
+  int value_;
+};
+
+/// The last line of a WorkerError raised by `node`'s function in `where` at `element`.
+std::string raised_by(const std::string& node, const std::string& where, std::uint64_t element) {
+  return "\nRaised by " + node + "'s function while " + where + " produced element " + std::to_string(element) +
+         " of its stream in this epoch (counting from 0).";
+}
+
 TEST_CASE("MP faults: a user exception in worker k after m elements follows every element before it (T16)",
           "[mp][faults]") {
   constexpr int kLocal = 7;  // worker k fails at its 8th element, after 7
@@ -66,11 +92,16 @@ TEST_CASE("MP faults: a user exception in worker k after m elements follows ever
       DataLoader2<int> loader(pipe, workers(static_cast<std::size_t>(n)));
       WorkerError error("", "", "", "");
       CHECK(read_until(loader, error) == range(kLocal * n + k));
+      const std::string worker = "worker process " + std::to_string(k);
+      const std::string map = pipe.node().label();
       CHECK(std::string(error.what()) ==
-            "Caught dpipe_test::CustomError in worker process " + std::to_string(k) + ".\nOriginal message: oops");
-      CHECK(error.where() == "worker process " + std::to_string(k));
+            "Caught dpipe_test::CustomError in " + worker + ".\nOriginal message: oops\nRaised by " + map +
+                "'s function while " + worker + " produced element 7 of its stream in this epoch (counting from 0).");
+      CHECK(error.where() == worker);
       CHECK(error.original_type() == "dpipe_test::CustomError");
       CHECK(error.original_message() == "oops");
+      CHECK(error.node() == map);
+      CHECK(error.element() == std::optional<std::uint64_t>(kLocal));
       CHECK_THROWS_MATCHES(loader.begin(), dpipe::UsageError,
                            Catch::Message("Cannot iterate over the DataLoader as it has already been shut down"));
     }
@@ -78,20 +109,127 @@ TEST_CASE("MP faults: a user exception in worker k after m elements follows ever
 }
 
 TEST_CASE("MP faults: an exception in the dispatching process reaches the loop in order (T17)", "[mp][faults]") {
-  auto pipe = iter::from(range(40))
-                  .map([](int x) {
-                    if (x == 13) throw dpipe_test::CustomError("dispatch failed");
-                    return x;
-                  })
-                  .sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing)
-                  .map([](int x) { return x; });
+  const auto failing = iter::from(range(40)).map([](int x) {
+    if (x == 13) throw dpipe_test::CustomError("dispatch failed");
+    return x;
+  });
+  auto pipe =
+      failing.sharding_round_robin_dispatch(dpipe::ShardingPriority::kMultiprocessing).map([](int x) { return x; });
   DataLoader2<int> loader(pipe, workers(2));
   WorkerError error("", "", "", "");
   CHECK(read_until(loader, error) == range(13));
+  const std::string map = failing.node().label();
   CHECK(std::string(error.what()) ==
         "Caught dpipe_test::CustomError in dispatching process.\nOriginal message: "
-        "dispatch failed");
+        "dispatch failed\nRaised by " +
+            map +
+            "'s function while dispatching process produced element 13 of its stream in "
+            "this epoch (counting from 0).");
   CHECK(error.where() == "dispatching process");
+  CHECK(error.node() == map);
+  CHECK(error.element() == std::optional<std::uint64_t>(13));
+}
+
+TEST_CASE("MP faults: a WorkerError names the filter whose predicate threw / and the element of the worker's stream",
+          "[mp][faults]") {
+  // Worker 1 reads 1, 3, 5, ...: 21 is element 10 of its stream (the filter drops nothing before).
+  auto pipe = iter::from(range(40)).sharding_filter().filter([](int x) {
+    if (x == 21) throw std::domain_error("cannot judge 21");
+    return true;
+  });
+  DataLoader2<int> loader(pipe, workers(2));
+  WorkerError error("", "", "", "");
+  CHECK(read_until(loader, error) == range(21));
+  CHECK(std::string(error.what()) ==
+        "Caught std::domain_error in worker process 1.\nOriginal message: cannot judge 21" +
+            raised_by(pipe.node().label(), "worker process 1", 10));
+  CHECK(error.node() == pipe.node().label());
+  CHECK(error.element() == std::optional<std::uint64_t>(10));
+}
+
+TEST_CASE("MP faults: a WorkerError names the flatmap whose function threw / counting the elements it yielded",
+          "[mp][faults]") {
+  // Worker 1 yields 1, 1, 3, 3 and throws on 5: element 4 of its stream.
+  auto pipe = iter::from(range(20)).sharding_filter().flatmap([](int x) {
+    if (x == 5) throw std::domain_error("five");
+    return std::vector<int>{x, x};
+  });
+  DataLoader2<int> loader(pipe, workers(2));
+  WorkerError error("", "", "", "");
+  CHECK(read_until(loader, error) == std::vector<int>{0, 1, 0, 1, 2, 3, 2, 3, 4});
+  const std::string flatmap = pipe.node().label();
+  CHECK(error.node() == flatmap);
+  CHECK(error.element() == std::optional<std::uint64_t>(4));
+  CHECK_THAT(error.what(), Catch::EndsWith(raised_by(flatmap, "worker process 1", 4)));
+}
+
+TEST_CASE("MP faults: a WorkerError from a node without a user function / names the element and no node",
+          "[mp][faults]") {
+  auto source = iter::from(range(30)).sharding_filter().map([](int x) { return x; });
+  const dpipe::IterPipe<int> pipe(std::make_shared<ThrowsOn>(source, 8));  // worker 0's element 4
+  DataLoader2<int> loader(pipe, workers(2));
+  WorkerError error("", "", "", "");
+  CHECK(read_until(loader, error) == range(8));
+  CHECK(std::string(error.what()) ==
+        "Caught std::length_error in worker process 0.\nOriginal message: node failed on 8\nRaised while worker "
+        "process 0 produced element 4 of its stream in this epoch (counting from 0).");
+  CHECK(error.node().empty());
+  CHECK(error.element() == std::optional<std::uint64_t>(4));
+}
+
+TEST_CASE("MP faults: a WorkerError names the innermost node whose function threw", "[mp][faults]") {
+  // The outer map's function reads a pipeline of its own, whose map throws: that map is named (the
+  // function holds that pipeline itself, not a copy).
+  const auto inner = iter::from(range(3)).map([](int x) {
+    if (x == 2) throw std::domain_error("inner");
+    return x;
+  });
+  auto pipe = iter::from(range(10)).sharding_filter().map([inner](int x) {
+    if (x == 3) {
+      for (int y : inner) (void)y;
+    }
+    return x;
+  });
+  DataLoader2<int> loader(pipe, workers(2));
+  WorkerError error("", "", "", "");
+  CHECK(read_until(loader, error) == range(3));
+  CHECK(error.node() == inner.node().label());
+  CHECK(error.element() == std::optional<std::uint64_t>(1));
+}
+
+TEST_CASE("MP faults: after a restore a WorkerError counts the elements of the epoch before the checkpoint",
+          "[mp][faults][state]") {
+  // Worker 1 reads 1, 3, 5, ...: 60001 is element 30000 of its stream, whether or not the loader
+  // that reaches it was restored from a checkpoint taken after 20 elements. (Far enough that the
+  // workers of the loader that saved cannot have reached it: a failure they had sent would travel
+  // in the checkpoint, as the elements before it do.)
+  const auto make = [] {
+    return iter::from(range(100000)).sharding_filter().map([](int x) {
+      if (x == 60001) throw std::domain_error("sixty thousand and one");
+      return x;
+    });
+  };
+  auto pipe = make();
+  std::vector<std::byte> checkpoint;
+  {
+    DataLoader2<int> loader(pipe, workers(2));
+    int received = 0;
+    for (int x : loader) {
+      (void)x;
+      if (++received == 20) break;
+    }
+    checkpoint = loader.state_dict();
+  }
+  const auto resumed_pipe = make();
+  DataLoader2<int> resumed(resumed_pipe, workers(2));
+  resumed.load_state_dict(checkpoint);
+  WorkerError error("", "", "", "");
+  std::vector<int> expected;
+  for (int x = 20; x < 60001; ++x) expected.push_back(x);
+  CHECK(read_until(resumed, error) == expected);
+  CHECK(error.where() == "worker process 1");
+  CHECK(error.element() == std::optional<std::uint64_t>(30000));
+  CHECK(error.node() == resumed_pipe.node().label());  // the loader's copy keeps the label
 }
 
 TEST_CASE("MP faults: a worker whose dispatched share is filtered to nothing overflows the dispatch buffer",
@@ -105,10 +243,14 @@ TEST_CASE("MP faults: a worker whose dispatched share is filtered to nothing ove
   DataLoader2<int> loader(pipe, workers(2));
   WorkerError error("", "", "", "");
   CHECK(read_until(loader, error).empty());
-  CHECK(std::string(error.what()) ==
-        "Caught dpipe::BufferOverflowError in dispatching process.\nOriginal message: "
-        "DemultiplexerIterDataPipe buffer overflow, buffer size 1000 is insufficient.");
+  CHECK_THAT(error.what(), Catch::StartsWith("Caught dpipe::BufferOverflowError in dispatching process.\nOriginal "
+                                             "message: DemultiplexerIterDataPipe buffer overflow, buffer size 1000 is "
+                                             "insufficient.\nRaised while dispatching process produced element "));
   CHECK(error.where() == "dispatching process");
+  CHECK(error.node().empty());  // no node's function raised it
+  REQUIRE(error.element().has_value());
+  // Worker 1's share (odd positions) overflowed at its 1001st spilled element.
+  CHECK(*error.element() % 2 == 1);
 }
 
 TEST_CASE("MP faults: worker_init_fn failing in a worker is reported for that worker", "[mp][faults]") {
@@ -120,7 +262,10 @@ TEST_CASE("MP faults: worker_init_fn failing in a worker is reported for that wo
   DataLoader2<int> loader(iter::from(range(10)).sharding_filter(), MultiProcessingReadingService(options));
   WorkerError error("", "", "", "");
   CHECK(read_until(loader, error) == std::vector<int>{0});
+  // Not raised while producing, nor by a node's function: no last line.
   CHECK(std::string(error.what()) == "Caught std::runtime_error in worker process 1.\nOriginal message: init failed");
+  CHECK(error.node().empty());
+  CHECK(error.element() == std::nullopt);
 }
 
 TEST_CASE("MP faults: a killed worker raises WorkerError naming it / its pid and the signal", "[mp][faults]") {

@@ -418,8 +418,8 @@ TEST_CASE("transport: records of an older epoch are dropped / an error follows w
     sink.write_record(RecordKind::kResetAck, marker_payload(1));
     write_int(sink, 10);
     write_int(sink, 11);
-    sink.write_record(RecordKind::kError,
-                      dpipe::to_bytes(ErrorReport{"worker process 1", "std::out_of_range", "index 7"}));
+    sink.write_record(RecordKind::kError, dpipe::to_bytes(ErrorReport{"worker process 1", "std::out_of_range",
+                                                                      "index 7", "", std::nullopt}));
   });
   AlwaysAlive alive;
   Merge merge({StreamLink{first.memory(), &stale.bell(), nullptr, "worker process 0"},

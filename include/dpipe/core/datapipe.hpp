@@ -75,7 +75,10 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   /// The node's short functional name: "map", "shuffle", "sharding_filter", ...
   [[nodiscard]] std::string_view name() const noexcept { return name_; }
   /// "name#id": how messages and pictures refer to this node (made once, at construction, so a
-  /// node may name itself on every element for free).
+  /// node may name itself on every element for free). A copy (graph::clone, the copy a
+  /// DataLoader2 runs, a worker's copy) keeps the label of the node it copies, so that messages
+  /// from a loader name the nodes of the pipeline its user built: label() == name#id() holds for
+  /// the nodes a user builds, not for their copies.
   [[nodiscard]] const std::string& label() const noexcept { return label_; }
 
   [[nodiscard]] virtual PipeKind kind() const noexcept = 0;
@@ -140,7 +143,7 @@ class DataPipe : public std::enable_shared_from_this<DataPipe> {
   /// A node called `name` ("map", "running_sum"): non-empty, without ':' or '/', which separate
   /// the keys of a checkpoint (InvalidArgument otherwise).
   explicit DataPipe(std::string name);
-  /// Copies the configuration with a fresh id.
+  /// Copies the configuration and the label, with a fresh id.
   DataPipe(const DataPipe& other);
 
  private:

@@ -89,14 +89,20 @@ class TimeoutError : public Error {
 
 /// Something went wrong in a worker or dispatching process of MultiProcessingReadingService: a
 /// user exception there (original_type() and original_message() say which), or the process died
-/// (original_type() is empty and the message names the pid and the signal or exit status).
+/// (original_type() is empty and the message names the pid and the signal or exit status). An
+/// exception raised while the process produced its elements also says at which element of its
+/// stream (element()), and, when a node's function raised it (map, filter, flatmap, collate,
+/// map_batches, groupby's key), which node (node()).
 class WorkerError : public Error {
  public:
-  WorkerError(std::string where, std::string original_type, std::string original_message, const std::string& what)
+  WorkerError(std::string where, std::string original_type, std::string original_message, const std::string& what,
+              std::string node = {}, std::optional<std::uint64_t> element = std::nullopt)
       : Error(what),
         where_(std::move(where)),
         original_type_(std::move(original_type)),
-        original_message_(std::move(original_message)) {}
+        original_message_(std::move(original_message)),
+        node_(std::move(node)),
+        element_(element) {}
 
   /// "worker process 1" or "dispatching process".
   [[nodiscard]] const std::string& where() const noexcept { return where_; }
@@ -104,11 +110,20 @@ class WorkerError : public Error {
   [[nodiscard]] const std::string& original_type() const noexcept { return original_type_; }
   /// That exception's what(), or how the process ended.
   [[nodiscard]] const std::string& original_message() const noexcept { return original_message_; }
+  /// The label of the node whose function raised the exception ("map#3"), or "" when no node's
+  /// function did (another node failed, worker_init_fn, a process that died).
+  [[nodiscard]] const std::string& node() const noexcept { return node_; }
+  /// The position in this epoch, from 0, of the element where()'s stream was producing when the
+  /// exception was raised: the elements of that stream before it all reached the loop. Empty when
+  /// the process was not producing elements (starting an epoch, a checkpoint, a process that died).
+  [[nodiscard]] const std::optional<std::uint64_t>& element() const noexcept { return element_; }
 
  private:
   std::string where_;
   std::string original_type_;
   std::string original_message_;
+  std::string node_;
+  std::optional<std::uint64_t> element_;
 };
 
 /// The ranks of a distributed job cannot meet: an incomplete launcher environment, a store that

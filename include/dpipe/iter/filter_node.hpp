@@ -15,6 +15,7 @@
 
 #include <dpipe/core/detail/compact.hpp>
 #include <dpipe/core/detail/pending.hpp>
+#include <dpipe/core/detail/user_function.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
@@ -96,7 +97,7 @@ class Filter final : public IterDataPipe<T> {
         return kept;
       }
     }
-    return pred_(element);
+    return detail::call_user_function(*this, pred_, element);
   }
 
   /// The next source element the step keeps.

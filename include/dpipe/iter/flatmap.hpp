@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <dpipe/core/detail/functional.hpp>
+#include <dpipe/core/detail/user_function.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
@@ -64,7 +65,7 @@ class FlatMapper final : public detail::ExpandingPipe<flatmap_result_t<F, T>, Fl
     auto element = source_.next();
     if (!element) return false;
     if (!policy_.skips()) {
-      detail::append_results(run, fn_, std::move(*element));
+      detail::call_user_function(*this, [&] { detail::append_results(run, fn_, std::move(*element)); });
     } else if (!policy_.attempt(*this, [&] { detail::append_results(run, fn_, std::move(*element)); })) {
       run.clear();  // what the range yielded before it threw
       this->count_skipped();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <dpipe/core/detail/buffered_elements.hpp>
+#include <dpipe/core/detail/user_function.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 
@@ -175,7 +176,7 @@ class Grouper final : public IterDataPipe<groupby_result_t<F, T, KeepKey>> {
         draining_ = true;
         break;
       }
-      K key = key_fn_(std::as_const(*element));
+      K key = detail::call_user_function(*this, key_fn_, std::as_const(*element));
       auto found = index_.find(key);
       if (found == index_.end()) found = index_.emplace(key, groups_.insert(groups_.end(), Group{key, {}})).first;
       found->second->elements.push_back(std::move(*element));

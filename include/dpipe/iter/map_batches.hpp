@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <dpipe/core/detail/checks.hpp>
+#include <dpipe/core/detail/user_function.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
 #include <dpipe/iter/detail/append_results.hpp>
@@ -42,7 +43,7 @@ class BatchMapper final : public detail::ExpandingPipe<batch_fn_result_t<F, T>, 
     std::vector<T> batch;
     batch.reserve(batch_size_);
     if (source_.pull(batch, batch_size_) == 0) return false;
-    detail::append_results(run, fn_, std::move(batch));
+    detail::call_user_function(*this, [&] { detail::append_results(run, fn_, std::move(batch)); });
     return true;
   }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <dpipe/core/detail/buffered_elements.hpp>
+#include <dpipe/core/detail/user_function.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
 #include <dpipe/core/iter_pipe.hpp>
@@ -80,7 +81,7 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
     if (!policy_.skips()) {
       auto element = source_.next();
       if (!element) return std::nullopt;
-      return std::optional<U>(std::in_place, fn_(std::move(*element)));
+      return std::optional<U>(std::in_place, detail::call_user_function(*this, fn_, std::move(*element)));
     }
     while (auto element = source_.next()) {
       if (auto mapped = try_map(std::move(*element))) return mapped;
@@ -117,7 +118,7 @@ class Mapper final : public IterDataPipe<map_result_t<F, T>> {
         return;
       }
     }
-    emit(fn_(std::forward<X>(element)));
+    emit(detail::call_user_function(*this, fn_, std::forward<X>(element)));
   }
 
   /// fn(element), or std::nullopt when fn throws and the policy skips the element (logged and

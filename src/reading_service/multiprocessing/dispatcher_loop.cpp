@@ -36,7 +36,7 @@ class Dispatcher final : public GroupChild {
 
  private:
   /// The worker that gets the next element.
-  [[nodiscard]] RingSink& target() { return *outlets_[progress_.dealt % outlets_.size()]; }
+  [[nodiscard]] RingSink& target() { return *outlets_[progress_.produced % outlets_.size()]; }
 
   void seed(SeedGenerator& seeds, std::uint64_t epoch) override {
     // torchdata seeds the dispatching process's global generators and every random node from the
@@ -65,11 +65,12 @@ class Dispatcher final : public GroupChild {
       broadcast(RecordKind::kEnd, {});
       return;
     }
-    ++progress_.dealt;
+    // Raised at the element dealt (progress_.produced counts it once it has room).
     if (outlet.spilled_elements() > kBufferSize) {
       DPIPE_THROW(BufferOverflowError, "DemultiplexerIterDataPipe buffer overflow, buffer size {} is insufficient.",
                   kBufferSize);
     }
+    ++progress_.produced;
   }
 
   /// Every worker gets the record after what it was dealt before it.

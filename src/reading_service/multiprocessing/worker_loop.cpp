@@ -139,7 +139,16 @@ class Worker final : public GroupChild {
       // As many as fit the allowance at the average size of those in flight.
       wanted = static_cast<std::size_t>(std::clamp<std::uint64_t>(small_elements_room() / average, 1, kBatch));
     }
-    const std::size_t written = encoder_->encode(wanted, sink_);
+    const std::uint64_t ended_before = sink_.elements_ended();
+    const auto count_written = [&] { progress_.produced += sink_.elements_ended() - ended_before; };
+    std::size_t written = 0;
+    try {
+      written = encoder_->encode(wanted, sink_);
+    } catch (...) {
+      count_written();  // the elements before the failure were written
+      throw;
+    }
+    count_written();
     if (feed_header_ != nullptr && written == 1) fed_at_output_.push_back(fed());
     if (written < wanted) {
       progress_.ended = true;

@@ -8,6 +8,7 @@
 
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/detail/element_skipper.hpp>
+#include <dpipe/core/detail/user_function.hpp>
 #include <dpipe/core/error_policy.hpp>
 #include <dpipe/core/state.hpp>
 
@@ -33,7 +34,8 @@ class ElementPolicy {
     try {
       std::forward<Apply>(apply)();
     } catch (...) {
-      skipper_.skip_current_or_throw(node, index_++);
+      // An ElementError past the budget leaves noted as the node's, as an exception of fn would.
+      call_user_function(node, [&] { skipper_.skip_current_or_throw(node, index_++); });
       return false;
     }
     ++index_;

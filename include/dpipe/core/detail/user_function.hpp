@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// call_user_function: how a node calls its user's function (map's fn, filter's predicate, ...),
+/// so that a service can say which node's function raised an exception: a worker process's
+/// WorkerError names that node. The note costs nothing until a function throws.
+
+#include <exception>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include <dpipe/core/datapipe.hpp>
+
+namespace dpipe::detail {
+
+/// Notes that the exception being handled (call it in a catch block) came from the function of
+/// `node`, unless it is already noted as coming from another node's (an inner node's function
+/// raised it first). Thread-safety: one note per thread.
+void note_failing_node(const DataPipe& node) noexcept;
+
+/// The label of the node whose function raised `exception`, as noted on this thread, or "" when
+/// none was noted for it. Forgets the note.
+[[nodiscard]] std::string take_failing_node(const std::exception_ptr& exception);
+
+/// fn(args...), called by `node`: an exception leaves as it is, noted as `node`'s.
+template <class F, class... Args>
+decltype(auto) call_user_function(const DataPipe& node, F&& fn, Args&&... args) {
+  try {
+    return std::invoke(std::forward<F>(fn), std::forward<Args>(args)...);
+  } catch (...) {
+    note_failing_node(node);
+    throw;
+  }
+}
+
+}  // namespace dpipe::detail
