@@ -45,7 +45,9 @@ struct TcpStore::Impl {
     // What the last attempt that ended met (a store that closed on purpose, first).
     std::string failure = closing.empty() ? "no answer" : closing;
     const std::string where = fmt::format("{}:{}", options.host, port);
-    std::chrono::milliseconds backoff(10);
+    // The first retries come soon: the ranks of a job start together, and rank 0 may still be
+    // opening its store when the others first knock.
+    std::chrono::microseconds backoff(250);
     const auto start = Clock::now();
     auto next_warning = start + options.stall_warning;
     while (true) {
@@ -74,9 +76,10 @@ struct TcpStore::Impl {
             where, std::chrono::duration<double>(now - start).count(), failure, options.timeout.count());
       }
       std::this_thread::sleep_for(
-          std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)));
+          std::min(backoff, std::chrono::duration_cast<std::chrono::microseconds>(deadline - now)));
       // A store that closes on purpose is replaced within moments: ask its successor soon.
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(closing.empty() ? 1000 : 100));
+      backoff =
+          std::min<std::chrono::microseconds>(backoff * 2, std::chrono::milliseconds(closing.empty() ? 1000 : 100));
     }
   }
 
@@ -127,8 +130,7 @@ struct TcpStore::Impl {
   /// A store that closes on purpose (its process starts another server for its next loader) is
   /// asked again, once it is back, up to the deadline; the posts it took with it are posted to
   /// the new one first (post_again).
-  std::vector<std::byte> call(const Request& request,
-                              std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
+  std::vector<std::byte> call(const Request& request, std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
     const auto deadline = Clock::now() + options.timeout + grace;
     const std::string what = detail::store::describe(request);
     while (true) {
