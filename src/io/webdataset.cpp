@@ -123,7 +123,12 @@ bool WebDatasetGrouper::save_state(StateWriter& writer) const {
 
 void WebDatasetGrouper::load_state(const StateReader& reader) {
   ahead_ = reader.read<std::optional<WebDatasetSample>>("ahead");
-  skipper_.load_state(reader);
+  // A checkpoint written before required_suffixes existed has no skip count: none was skipped.
+  if (reader.has("skipped")) {
+    skipper_.load_state(reader);
+  } else {
+    skipper_.reset();
+  }
 }
 
 }  // namespace dpipe::io

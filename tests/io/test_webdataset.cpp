@@ -97,6 +97,23 @@ TEST_CASE("webdataset refuses a sample without a required suffix: a shard cut at
                           "': the sample '002' lacks .cls (it has .txt); that is 1 failed elements in this epoch, "
                           "more than the error budget of 0 (OnError::skip)");
   }
+  SECTION("a checkpoint written before the skip count existed restores, with none skipped") {
+    const auto pipe = make({});
+    (void)dpipe::testing::take(pipe, 2);
+    const auto saved = dpipe::StateStore::from_blob(dpipe::graph::save_state(pipe));
+    dpipe::StateStore older;  // the same checkpoint as a dpipe before the count wrote it
+    for (const auto& field : saved.fields()) {
+      if (field.key.ends_with("webdataset:skipped")) continue;
+      older.add(field.key, field.kind).value = field.value;
+    }
+    REQUIRE(older.fields().size() + 1 == saved.fields().size());
+    const auto restored = make({});
+    dpipe::graph::load_state(restored, older.to_blob());
+    CHECK(dpipe::testing::collect(restored) ==
+          std::vector<WebDatasetSample>{WebDatasetSample{cut + "/002", {{".txt", "caption 2"}}},
+                                        caption_sample(whole, 3), caption_sample(whole, 4)});
+    CHECK(dynamic_cast<const dpipe::io::WebDatasetGrouper&>(*restored.ptr()).skipped() == 0);
+  }
   SECTION("a required suffix without its '.' is refused") {
     CHECK_THROWS_WITH(make({.required_suffixes = {".jpg;png"}}),
                       "webdataset: the suffix '.jpg;png' does not start with '.' (write \".cls\", not \"cls\")");
