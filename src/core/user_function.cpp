@@ -1,14 +1,17 @@
 // The note of which node's function raised an exception.
 
+#include <exception>
+
 #include <dpipe/core/detail/user_function.hpp>
 
 namespace dpipe::detail {
 
 namespace {
 
-/// The last exception a node's function raised on this thread, and that node's label.
+/// The last exception a node's function raised on this thread, by address (the note owns
+/// nothing: the exception lives and dies where its handlers let it), and that node's label.
 struct FailureNote {
-  std::exception_ptr exception;
+  const void* exception = nullptr;
   std::string node;
 };
 
@@ -17,15 +20,27 @@ FailureNote& failure_note() {
   return note;
 }
 
+/// The address of the exception `exception` holds, or null for one not derived from
+/// std::exception (those are not noted).
+const void* address_of(const std::exception_ptr& exception) noexcept {
+  try {
+    std::rethrow_exception(exception);
+  } catch (const std::exception& error) {
+    return &error;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 void note_failing_node(const DataPipe& node) noexcept {
   FailureNote& note = failure_note();
-  std::exception_ptr current = std::current_exception();
-  if (current == note.exception) return;
+  const void* current = address_of(std::current_exception());
+  if (current == nullptr || current == note.exception) return;
   try {
     note.node = node.label();
-    note.exception = std::move(current);
+    note.exception = current;
   } catch (...) {
     // Out of memory for the label: the exception leaves without a note.
     note = FailureNote{};
@@ -34,10 +49,12 @@ void note_failing_node(const DataPipe& node) noexcept {
 
 std::string take_failing_node(const std::exception_ptr& exception) {
   FailureNote& note = failure_note();
-  if (!exception || exception != note.exception) return {};
-  FailureNote taken = std::move(note);
+  const void* address = exception ? address_of(exception) : nullptr;
+  std::string node = address != nullptr && address == note.exception ? std::move(note.node) : std::string();
   note = FailureNote{};
-  return std::move(taken.node);
+  return node;
 }
+
+void forget_failing_node() noexcept { failure_note() = FailureNote{}; }
 
 }  // namespace dpipe::detail

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <dpipe/core/checkpoint_schema.hpp>
+#include <dpipe/core/detail/user_function.hpp>
 #include <dpipe/core/element_ops.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/iter_datapipe.hpp>
@@ -76,6 +77,7 @@ void ChildLoop::set_root(DataPipePtr root) {
 }
 
 void ChildLoop::producing() {
+  detail::forget_failing_node();
   guarded([&] { produce(); },
           [this](ErrorReport report) {
             // Raised here (not relayed from the process feeding this one) at the element it was on.
