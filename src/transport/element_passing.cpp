@@ -38,16 +38,16 @@ class ElementHandles final : public ElementPassing {
   }
 };
 
+// Constant-initialized, not function-local statics: a child forked while another thread of its
+// parent ran a static's guarded initializer would wait on that guard forever (a loader per rank
+// thread, each forking workers, hung so under AddressSanitizer).
+constinit const EncodedElements kEncodedElements{};
+constinit const ElementHandles kElementHandles{};
+
 }  // namespace
 
-const ElementPassing& encoded_elements() noexcept {
-  static const EncodedElements passing;
-  return passing;
-}
+const ElementPassing& encoded_elements() noexcept { return kEncodedElements; }
 
-const ElementPassing& element_handles() noexcept {
-  static const ElementHandles passing;
-  return passing;
-}
+const ElementPassing& element_handles() noexcept { return kElementHandles; }
 
 }  // namespace dpipe::detail::transport
