@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev zlib1g-dev liburing-dev pkg-config
+PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev zlib1g-dev liburing-dev pkg-config libpugixml-dev libssl-dev
 # bench: GNU time, for the compile-time script's peak memory. The tests run the distributed
 # example under mpirun too (Open MPI's launcher; dpipe links no MPI library).
 bench: EXTRA_PACKAGES := time
@@ -18,6 +18,10 @@ CMAKE_COMMON := -DDPIPE_WERROR=ON
 # The test builds: -O1 with line tables compiles in half the time of RelWithDebInfo's -O2 -g,
 # and line tables are all a sanitizer report or a backtrace needs.
 TEST_BUILD := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" $(CMAKE_COMMON)
+
+# The S3 tests and B8 run a real S3-compatible server (s3rver) from npm with Node.js:
+# tests/s3/node_modules, installed from tests/s3/package-lock.json.
+S3_SERVER := tests/s3/node_modules/.package-lock.json
 
 .PHONY: deps demo test test-asan test-tsan bench clean
 
@@ -32,28 +36,36 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# Node.js and npm: Debian's packages where the machine has neither (a nodejs from elsewhere
+# brings its own npm).
+$(S3_SERVER): tests/s3/package-lock.json tests/s3/package.json
+	@command -v node >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs
+	@command -v npm >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm
+	npm ci --prefix tests/s3 --no-audit --no-fund --loglevel=error
+	@touch $@
+
 demo: deps
 	cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DDPIPE_BUILD_TESTS=OFF -DDPIPE_BUILD_EXAMPLES=ON $(CMAKE_COMMON)
 	cmake --build build/release -j$(JOBS) --target dpipe_demo
 	./build/release/examples/dpipe_demo
 
-test: deps
+test: deps $(S3_SERVER)
 	cmake -S . -B build/test $(TEST_BUILD)
 	cmake --build build/test -j$(JOBS)
 	ctest --test-dir build/test --output-on-failure -j$(JOBS)
 
-test-asan: deps
+test-asan: deps $(S3_SERVER)
 	cmake -S . -B build/asan -DDPIPE_SANITIZE=address,undefined $(TEST_BUILD)
 	cmake --build build/asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure -j$(JOBS)
 
-test-tsan: deps
+test-tsan: deps $(S3_SERVER)
 	cmake -S . -B build/tsan -DDPIPE_SANITIZE=thread -DDPIPE_BUILD_EXAMPLES=OFF $(TEST_BUILD)
 	cmake --build build/tsan -j$(JOBS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp ctest --test-dir build/tsan --output-on-failure -j$(JOBS)
 
-bench: deps
+bench: deps $(S3_SERVER)
 	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDPIPE_BUILD_TESTS=OFF -DDPIPE_BUILD_EXAMPLES=OFF \
 	  -DDPIPE_BUILD_BENCHMARKS=ON $(CMAKE_COMMON)
 	cmake --build build/bench -j$(JOBS)

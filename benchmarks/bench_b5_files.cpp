@@ -59,15 +59,7 @@ struct Scratch {
 };
 
 /// The best wall time of kRepeats runs of the shell command `command`, in seconds.
-double time_command(const std::string& command) {
-  double best = 1e300;
-  for (int i = 0; i < kRepeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    if (std::system(command.c_str()) != 0) std::printf("  (the command failed: %s)\n", command.c_str());
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
+double time_command(const std::string& command) { return dpipe::bench::best_command_seconds(kRepeats, command); }
 
 /// Prints a bytes/s line (and elements/s when `elements` is not 0) and returns the bytes/s.
 double report_bytes(const std::string& name, double seconds, std::uint64_t bytes, std::uint64_t elements = 0) {
@@ -461,19 +453,7 @@ bool bench_tfrecord(const fs::path& dir) {
 }
 
 bool bench_tar(const fs::path& dir) {
-  std::vector<std::string> paths;
-  std::string bytes(kSampleBytes, '\0');
-  for (std::size_t shard = 0; shard < kShards; ++shard) {
-    paths.push_back((dir / ("shard-" + std::to_string(shard) + ".tar")).string());
-    std::vector<dpipe::testing::ArchiveEntry> members;
-    for (std::size_t sample = 0; sample < kSamplesPerShard; ++sample) {
-      for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 31 + sample + shard) & 0xff);
-      const auto key = std::to_string(1000000 + shard * kSamplesPerShard + sample).substr(1);
-      members.emplace_back(key + ".jpg", bytes);
-      members.emplace_back(key + ".cls", bytes.substr(0, 3));
-    }
-    dpipe::testing::write_archive(paths.back(), "paxr", "none", members);
-  }
+  const auto paths = dpipe::testing::write_sample_shards(dir.string(), kShards, kSamplesPerShard, kSampleBytes);
   const std::uint64_t samples = kShards * kSamplesPerShard;
   const std::uint64_t member_bytes = samples * (kSampleBytes + 3);
   std::printf("B5 WebDataset tar: %zu shards of %zu samples (%zu KiB + a label), %.0f MiB of members\n", kShards,

@@ -37,7 +37,8 @@ constexpr int kJobs = 3;
 
 /// Runs `rank_body(rank)` in `world` forked processes at once; returns what each reported (a
 /// few doubles through a pipe).
-std::vector<std::vector<double>> run_ranks(std::size_t world, const std::function<std::vector<double>(std::size_t)>& rank_body) {
+std::vector<std::vector<double>> run_ranks(std::size_t world,
+                                           const std::function<std::vector<double>(std::size_t)>& rank_body) {
   std::vector<std::pair<pid_t, int>> ranks;
   for (std::size_t rank = 0; rank < world; ++rank) {
     int fds[2];
@@ -240,8 +241,9 @@ std::pair<double, double> store_rates() {
 }  // namespace
 
 int main() {
-  std::printf("B6 distributed: %zu int64 -> shuffle(10000) -> sharding_filter -> map -> batch(64), 2 ranks on loopback\n",
-              kCount);
+  std::printf(
+      "B6 distributed: %zu int64 -> shuffle(10000) -> sharding_filter -> map -> batch(64), 2 ranks on loopback\n",
+      kCount);
   for (const std::size_t workers : {std::size_t{0}, std::size_t{2}}) {
     // The best of three jobs each, taken in turn, so that the machine's drift hits both alike.
     double alone = 0;
@@ -250,9 +252,10 @@ int main() {
       alone = std::max(alone, job_rate(workers, false));
       synced = std::max(synced, job_rate(workers, true));
     }
-    std::printf("  %zu workers per rank: sharded by hand %8.2f M elements/s, DistributedReadingService %8.2f M "
-                "elements/s: fullsync costs %+.1f%% (target <= 10%%)\n",
-                workers, alone / 1e6, synced / 1e6, 100.0 * (alone / synced - 1.0));
+    std::printf(
+        "  %zu workers per rank: sharded by hand %8.2f M elements/s, DistributedReadingService %8.2f M "
+        "elements/s: fullsync costs %+.1f%% (target <= 10%%)\n",
+        workers, alone / 1e6, synced / 1e6, 100.0 * (alone / synced - 1.0));
   }
   std::printf("  store requests per rank per 1000 elements (2 workers per rank): %.3f (target <= 1)\n",
               requests_per_thousand());
@@ -261,8 +264,9 @@ int main() {
                 1e3 * rendezvous_seconds(world));
   }
   const auto [operations, rounds] = store_rates();
-  std::printf("  TcpStore on loopback: %.0f set/get operations per second (one client), %.0f all_gather rounds "
-              "per second (2 ranks)\n",
-              operations, rounds);
+  std::printf(
+      "  TcpStore on loopback: %.0f set/get operations per second (one client), %.0f all_gather rounds "
+      "per second (2 ranks)\n",
+      operations, rounds);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <utility>
@@ -39,6 +40,18 @@ inline double seconds_of(const std::function<std::uint64_t()>& work, std::uint64
 inline double best_seconds(int repeats, const std::function<std::uint64_t()>& work, std::uint64_t& elements) {
   double best = 1e300;
   for (int i = 0; i < repeats; ++i) best = std::min(best, seconds_of(work, elements));
+  return best;
+}
+
+/// The best wall time of `repeats` runs of the shell command `command`, in seconds; a command that
+/// fails is reported.
+inline double best_command_seconds(int repeats, const std::string& command) {
+  double best = 1e300;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (std::system(command.c_str()) != 0) std::printf("  (the command failed: %s)\n", command.c_str());
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   return best;
 }
 

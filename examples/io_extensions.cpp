@@ -153,6 +153,6 @@ int main() {
     return dpipe::iter::from(std::move(names)) | dpipe::io::open_files() | read_int32s();
   };
   std::printf("%s\n%s\n", error_of(from_paths({"mem://bad.i32"})).c_str(),
-              error_of(from_paths({"s3://bucket/a.i32"})).c_str());
+              error_of(from_paths({"gs://bucket/a.i32"})).c_str());
   return 0;
 }

@@ -21,6 +21,7 @@
 #include <dpipe/io/parse_json.hpp>
 #include <dpipe/io/read_from_http.hpp>
 #include <dpipe/io/readlines.hpp>
+#include <dpipe/io/s3.hpp>
 #include <dpipe/io/record_index.hpp>
 #include <dpipe/io/shard_expand.hpp>
 #include <dpipe/io/tfrecord.hpp>

@@ -13,7 +13,6 @@
 
 #include <fmt/core.h>
 
-
 namespace dpipe::io::detail {
 namespace {
 
@@ -22,6 +21,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kScheme = "http[";
 /// The backoff stops doubling here.
 constexpr std::chrono::milliseconds kLongestRetryDelay = std::chrono::minutes(10);
+/// The most of an error response's body kept for the caller.
+constexpr std::size_t kLongestErrorBody = 64 * 1024;
 
 /// libcurl's process-wide setup, once, before the first handle.
 void init_curl() {
@@ -56,7 +57,8 @@ std::optional<std::uint64_t> take_number(std::string_view& text) noexcept {
 /// One request through a multi handle of its own, driven only inside wait_headers() and read().
 class HttpSource::Transfer {
  public:
-  Transfer(const std::string& url, const HttpOptions& options, std::uint64_t offset) : timeout_(options.timeout) {
+  Transfer(const std::string& url, const HttpOptions& options, std::uint64_t offset, const CurlSetup& setup)
+      : timeout_(options.timeout) {
     init_curl();
     easy_ = curl_easy_init();
     multi_ = curl_multi_init();
@@ -82,6 +84,7 @@ class HttpSource::Transfer {
     set(CURLOPT_WRITEDATA, this);
     if (headers_ != nullptr) set(CURLOPT_HTTPHEADER, headers_);
     if (offset > 0) set(CURLOPT_RANGE, range.c_str());  // libcurl copies strings
+    if (setup) setup(easy_);
     if (curl_multi_add_handle(multi_, easy_) != CURLM_OK) throw HttpFailure("cannot start a libcurl transfer");
     added_ = true;
   }
@@ -121,6 +124,9 @@ class HttpSource::Transfer {
     return static_cast<std::uint64_t>(length);
   }
 
+  /// The ETag header of the response, or empty.
+  [[nodiscard]] const std::string& etag() const noexcept { return etag_; }
+
   /// The first byte of a 206's Content-Range ("bytes 5-9/10"), or std::nullopt.
   [[nodiscard]] std::optional<std::uint64_t> range_start() const noexcept { return range_start_; }
   /// The whole length a Content-Range names ("bytes 5-9/10", "bytes */10"), or std::nullopt.
@@ -150,7 +156,7 @@ class HttpSource::Transfer {
       return take;
     }
     if (finished_) {
-      if (result_ != CURLE_OK) throw HttpFailure(reason());
+      if (result_ != CURLE_OK) throw HttpFailure(reason(), true);
       return 0;
     }
     dest_ = data;
@@ -172,8 +178,8 @@ class HttpSource::Transfer {
     }
     dest_ = nullptr;
     if (filled_ > 0) return filled_;
-    if (!in_time) throw HttpFailure(timeout_reason());
-    if (result_ != CURLE_OK) throw HttpFailure(reason());
+    if (!in_time) throw HttpFailure(timeout_reason(), true);
+    if (result_ != CURLE_OK) throw HttpFailure(reason(), true);
     return 0;
   }
 
@@ -228,6 +234,13 @@ class HttpSource::Transfer {
       transfer.location_ = false;
       transfer.range_start_.reset();
       transfer.range_total_.reset();
+      transfer.etag_.clear();
+    } else if (has_name(line, "etag:")) {
+      std::string_view value = line.substr(std::string_view("etag:").size());
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+        value.remove_suffix(1);
+      transfer.etag_ = value;
     } else if (has_name(line, "location:")) {
       transfer.location_ = true;
     } else if (has_name(line, "content-range:")) {
@@ -298,18 +311,21 @@ class HttpSource::Transfer {
   CURLcode result_ = CURLE_OK;
   std::optional<std::uint64_t> range_start_;
   std::optional<std::uint64_t> range_total_;
+  std::string etag_;
 };
 
-HttpSource::HttpSource(std::string url, const HttpOptions& options, std::optional<std::uint64_t> expected_length)
-    : url_(std::move(url)), options_(options), expected_length_(expected_length) {}
+HttpSource::HttpSource(std::string url, const HttpOptions& options, std::optional<std::uint64_t> expected_length,
+                       CurlSetup setup)
+    : url_(std::move(url)), options_(options), expected_length_(expected_length), setup_(std::move(setup)) {}
 
 HttpSource::~HttpSource() = default;
 
-std::optional<std::pair<std::string, bool>> HttpSource::attempt(std::uint64_t offset) {
-  transfer_ = std::make_unique<Transfer>(url_, options_, offset);
+std::optional<HttpFailure> HttpSource::attempt(std::uint64_t offset) {
+  transfer_ = std::make_unique<Transfer>(url_, options_, offset, setup_);
   auto& transfer = *transfer_;
-  if (!transfer.wait_headers()) return std::pair{transfer.timeout_reason(), !transfer.response_started()};
-  if (!transfer.headers_done() && transfer.failed()) return std::pair{transfer.reason(), !transfer.response_started()};
+  if (!transfer.wait_headers()) return HttpFailure(transfer.timeout_reason(), !transfer.response_started());
+  if (!transfer.headers_done() && transfer.failed())
+    return HttpFailure(transfer.reason(), !transfer.response_started());
   const long status = transfer.status();
   if (status == 416 && offset > 0 && transfer.range_total() == offset) {  // the checkpoint was at the end
     transfer_.reset();
@@ -318,11 +334,24 @@ std::optional<std::pair<std::string, bool>> HttpSource::attempt(std::uint64_t of
     position_ = offset;
     return std::nullopt;
   }
-  if (status < 200 || status > 299)
-    return std::pair{fmt::format("HTTP status {}", status), status >= 500 || status == 429};
+  if (status < 200 || status > 299) {
+    // The error document (S3's <Error><Code>...), for the caller's message.
+    std::string body;
+    try {
+      std::array<char, 4096> chunk{};
+      while (body.size() < kLongestErrorBody) {
+        const std::size_t got = transfer.read(chunk.data(), chunk.size());
+        if (got == 0) break;
+        body.append(chunk.data(), got);
+      }
+    } catch (const HttpFailure&) {  // the status says enough
+    }
+    return HttpFailure(fmt::format("HTTP status {}", status), status >= 500 || status == 429, status, std::move(body));
+  }
+  etag_ = transfer.etag();
   if (status == 206) {
     if (transfer.range_start() != offset)
-      return std::pair{fmt::format("the server answered a request for bytes {}- with other bytes", offset), false};
+      return HttpFailure(fmt::format("the server answered a request for bytes {}- with other bytes", offset));
     length_ = transfer.range_total();
     position_ = offset;
   } else {
@@ -330,12 +359,10 @@ std::optional<std::pair<std::string, bool>> HttpSource::attempt(std::uint64_t of
     position_ = 0;
   }
   if (expected_length_ && length_ && *length_ != *expected_length_)
-    return std::pair{fmt::format("the body has {} bytes, it had {} before (it changed since the checkpoint)", *length_,
-                                 *expected_length_),
-                     false};
+    return HttpFailure(fmt::format("the body has {} bytes, it had {} before (it changed since the checkpoint)",
+                                   *length_, *expected_length_));
   if (options_.max_bytes != 0 && length_ && *length_ > options_.max_bytes)
-    return std::pair{fmt::format("the body has {} bytes, more than max_bytes ({})", *length_, options_.max_bytes),
-                     false};
+    return HttpFailure(fmt::format("the body has {} bytes, more than max_bytes ({})", *length_, options_.max_bytes));
   return std::nullopt;
 }
 
@@ -352,10 +379,10 @@ bool HttpSource::start(std::uint64_t offset) {
     auto failure = attempt(offset);
     if (!failure) return position_ == offset;
     transfer_.reset();
-    const auto& [reason, retryable] = *failure;
-    if (!retryable || attempts > options_.retries) {
-      if (attempts == 1) throw HttpFailure(reason);
-      throw HttpFailure(fmt::format("{} (gave up after {} attempts)", reason, attempts));
+    if (!failure->retryable() || attempts > options_.retries) {
+      if (attempts == 1) throw *failure;
+      throw HttpFailure(fmt::format("{} (gave up after {} attempts)", failure->what(), attempts), failure->retryable(),
+                        failure->status(), failure->body());
     }
     std::this_thread::sleep_for(delay);  // exponential backoff between attempts
     if (delay < kLongestRetryDelay) delay = std::min(delay * 2, kLongestRetryDelay);

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <curl/curl.h>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,11 +18,30 @@
 
 namespace dpipe::io::detail {
 
-/// A transfer that failed: the reason ("HTTP status 404", "Timeout was reached: ...").
+/// A transfer that failed: the reason ("HTTP status 404", "Timeout was reached: ..."), and for
+/// an error status the status and the start of the response's body (an S3 error document).
 class HttpFailure : public SourceFailure {
  public:
-  using SourceFailure::SourceFailure;
+  explicit HttpFailure(const std::string& reason, bool retryable = false, long status = 0, std::string body = {})
+      : SourceFailure(reason), retryable_(retryable), status_(status), body_(std::move(body)) {}
+
+  /// Whether another attempt may succeed: a failed connection, a timeout, a body cut short, 5xx
+  /// or 429. Not for other statuses, a changed length or a body over max_bytes.
+  [[nodiscard]] bool retryable() const noexcept { return retryable_; }
+  /// The response's status, 0 when none came.
+  [[nodiscard]] long status() const noexcept { return status_; }
+  /// Up to the first 64 KiB of an error response's body.
+  [[nodiscard]] const std::string& body() const noexcept { return body_; }
+
+ private:
+  bool retryable_;
+  long status_;
+  std::string body_;
 };
+
+/// Sets further options on each request's libcurl handle before it is sent (S3 signing, a shared
+/// connection cache). Called on the thread that sends the request.
+using CurlSetup = std::function<void(CURL*)>;
 
 /// The body of one GET, read front to back. start() sends the request (with its retries) and
 /// waits for the response's headers; read() then drives the transfer only while it waits for
@@ -30,7 +51,8 @@ class HttpSource final : public ByteSource {
  public:
   /// A source for `url`, not started. `expected_length` is the body's length at the first
   /// request (a restore checks that it did not change), std::nullopt when not known.
-  HttpSource(std::string url, const HttpOptions& options, std::optional<std::uint64_t> expected_length = std::nullopt);
+  HttpSource(std::string url, const HttpOptions& options, std::optional<std::uint64_t> expected_length = std::nullopt,
+             CurlSetup setup = {});
   HttpSource(const HttpSource&) = delete;
   HttpSource& operator=(const HttpSource&) = delete;
   ~HttpSource() override;
@@ -38,12 +60,17 @@ class HttpSource final : public ByteSource {
   /// Requests the body from `offset` on (a Range request when offset > 0) and waits for the
   /// response's headers, retrying as the options say; returns true when the body the source
   /// yields starts at `offset`, false when the server sent it whole (it ignores Range). An error
-  /// status, a failed connection, a changed length or a body over max_bytes is an HttpFailure.
+  /// status, a failed connection, a changed length or a body over max_bytes is an HttpFailure
+  /// (with the status and the error body of the last attempt).
   bool start(std::uint64_t offset);
 
   /// The body's whole length, as the server announced it, or std::nullopt (while not started, or
   /// a body without Content-Length).
   [[nodiscard]] std::optional<std::uint64_t> length() const noexcept { return length_; }
+  /// The response's ETag header, as sent (quotes included), or empty.
+  [[nodiscard]] const std::string& etag() const noexcept { return etag_; }
+  /// The body offset of the next byte read() returns.
+  [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
 
   std::size_t read(char* data, std::size_t size) override;
   /// Starts a source that is not started yet at `offset` (see start()); false for one started.
@@ -52,14 +79,15 @@ class HttpSource final : public ByteSource {
  private:
   class Transfer;
 
-  /// One attempt at the request; std::nullopt on success, else the failure and whether it may be
-  /// retried.
-  std::optional<std::pair<std::string, bool>> attempt(std::uint64_t offset);
+  /// One attempt at the request; std::nullopt on success, else the failure.
+  std::optional<HttpFailure> attempt(std::uint64_t offset);
 
   std::string url_;
   HttpOptions options_;
   std::optional<std::uint64_t> expected_length_;
+  CurlSetup setup_;
   std::optional<std::uint64_t> length_;
+  std::string etag_;
   std::unique_ptr<Transfer> transfer_;
   std::uint64_t position_ = 0;  // the body offset of the next byte read() returns
   bool started_ = false;

@@ -9,17 +9,14 @@
 #include <dpipe/core/logging.hpp>
 #include <dpipe/io/list_files.hpp>
 
+#include "io/opener_registry.hpp"
+
 namespace dpipe::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool matches(const std::string& name, const std::vector<std::string>& masks) {
-  if (masks.empty()) return true;
-  // Python's fnmatch: no escapes, '*' matches a leading '.' and '/'.
-  return std::any_of(masks.begin(), masks.end(),
-                     [&](const std::string& mask) { return ::fnmatch(mask.c_str(), name.c_str(), FNM_NOESCAPE) == 0; });
-}
+using detail::matches_masks;
 
 /// `directory` joined with `name` as Python's os.path.join does (no doubled separator).
 std::string join(const std::string& directory, const std::string& name) {
@@ -58,7 +55,7 @@ void walk(const std::string& label, const std::string& shown, const std::vector<
   }
   std::sort(files.begin(), files.end());
   for (const auto& name : files) {
-    if (matches(name, masks)) out.push_back(join(shown, name));
+    if (matches_masks(name, masks)) out.push_back(join(shown, name));
   }
   if (!recursive) return;
   std::sort(directories.begin(), directories.end());
@@ -76,6 +73,17 @@ void report_empty(const std::string& label, const std::string& root, const std::
 }
 
 }  // namespace
+
+namespace detail {
+
+bool matches_masks(const std::string& name, const std::vector<std::string>& masks) {
+  if (masks.empty()) return true;
+  // Python's fnmatch: no escapes, '*' matches a leading '.' and '/'.
+  return std::any_of(masks.begin(), masks.end(),
+                     [&](const std::string& mask) { return ::fnmatch(mask.c_str(), name.c_str(), FNM_NOESCAPE) == 0; });
+}
+
+}  // namespace detail
 
 FileLister::FileLister(std::vector<std::string> roots, std::vector<std::string> masks, ListFilesOptions options)
     : IterDataPipe<std::string>(std::string(kName)),
@@ -105,6 +113,12 @@ void FileLister::reset_impl() {
   paths_.clear();
   position_ = 0;
   for (const auto& root : roots_) {
+    if (detail::names_scheme(root)) {  // an object store's prefix ("s3://bucket/data/")
+      auto listed = detail::list_with_scheme(root, masks_, options_.recursive, label());
+      if (listed.empty()) report_empty(label(), root, masks_, options_.empty_is_error);
+      paths_.insert(paths_.end(), std::make_move_iterator(listed.begin()), std::make_move_iterator(listed.end()));
+      continue;
+    }
     std::error_code error;
     const auto status = fs::status(root, error);
     if (error || !fs::exists(status)) {
@@ -114,7 +128,7 @@ void FileLister::reset_impl() {
     const std::size_t before = paths_.size();
     if (fs::is_directory(status)) {
       walk(label(), shown, masks_, options_.recursive, paths_);
-    } else if (matches(fs::path(shown).filename().string(), masks_)) {
+    } else if (matches_masks(fs::path(shown).filename().string(), masks_)) {
       paths_.push_back(shown);
     }
     if (paths_.size() == before) report_empty(label(), root, masks_, options_.empty_is_error);

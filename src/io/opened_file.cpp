@@ -67,6 +67,15 @@ OpenedFile open_local(std::string path, std::string_view node) {
 
 namespace detail {
 
+std::unique_ptr<ByteSource> open_file_source(const std::string& path) {
+  int descriptor = -1;
+  do {
+    descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (descriptor < 0 && errno == EINTR);
+  if (descriptor < 0) throw SourceFailure(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  return std::make_unique<FileSource>(descriptor);
+}
+
 void add_file_opener(const AddOpener& add) {
   add(kFileScheme, [](const std::string& origin, std::string_view node) {
     if (origin[kFileScheme.size()] != ':') throw malformed_origin(origin, kFileScheme, node);
@@ -100,6 +109,15 @@ std::size_t OpenedFile::read(char* data, std::size_t size, std::string_view node
     const std::size_t got = source_->read(data, size);
     offset_ += got;
     return got;
+  } catch (const SourceFailure& failure) {
+    throw DataError(node, {.path = path_, .byte_offset = offset_}, failure.what());
+  }
+}
+
+void OpenedFile::prefetch(std::size_t bytes, std::string_view node) {
+  if (!source_) throw DataError(node, {.path = path_}, "prefetch from a stream that was moved from");
+  try {
+    source_->prefetch(bytes);
   } catch (const SourceFailure& failure) {
     throw DataError(node, {.path = path_, .byte_offset = offset_}, failure.what());
   }

@@ -38,6 +38,8 @@ class Registry {
     detail::add_file_opener(add);
     detail::add_decompressed_openers(add);
     detail::add_http_openers(add);
+    detail::add_s3_openers(add);
+    listers_.emplace("s3", detail::s3_lister());
   }
 
   void insert(std::string_view scheme, Opener opener) {
@@ -53,6 +55,12 @@ class Registry {
     return found == openers_.end() ? nullptr : &found->second;
   }
 
+  /// The lister of `scheme`, or nullptr. Listers are added only while the registry is seeded.
+  [[nodiscard]] const detail::Lister* find_lister(std::string_view scheme) const {
+    const auto found = listers_.find(scheme);
+    return found == listers_.end() ? nullptr : &found->second;
+  }
+
   [[nodiscard]] std::vector<std::string> schemes() const {
     const std::lock_guard lock(mutex_);
     std::vector<std::string> names;
@@ -64,6 +72,7 @@ class Registry {
  private:
   mutable std::mutex mutex_;
   std::map<std::string, Opener, std::less<>> openers_;
+  std::map<std::string, detail::Lister, std::less<>> listers_;
 };
 
 Registry& registry() {
@@ -104,6 +113,15 @@ OpenedFile open_origin(const std::string& origin, std::string_view node) {
   const Opener* opener = registry().find(scheme);
   if (opener == nullptr) throw refuse(fmt::format("no opener is registered for the scheme '{}'", scheme));
   return (*opener)(origin, node);
+}
+
+std::vector<std::string> list_with_scheme(const std::string& root, const std::vector<std::string>& masks,
+                                          bool recursive, std::string_view node) {
+  const std::string_view scheme(root.data(), scheme_length(root));
+  const Lister* lister = registry().find_lister(scheme);
+  if (lister == nullptr)
+    throw DataError(node, {.path = root}, fmt::format("cannot list: the scheme '{}' has no lister (s3 has)", scheme));
+  return (*lister)(root, masks, recursive, node);
 }
 
 DataError malformed_origin(const std::string& origin, std::string_view scheme, std::string_view node) {

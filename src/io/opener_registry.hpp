@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/io/opened_file.hpp>
@@ -27,6 +28,24 @@ namespace dpipe::io::detail {
 /// The DataError of an opener given an origin of its `scheme` that it cannot read.
 [[nodiscard]] DataError malformed_origin(const std::string& origin, std::string_view scheme, std::string_view node);
 
+/// The local file `path` as a ByteSource (the S3 cache's copies); SourceFailure when it cannot be
+/// opened.
+[[nodiscard]] std::unique_ptr<ByteSource> open_file_source(const std::string& path);
+
+/// Lists the objects under `root` (a "<scheme>://" path), as list_files() lists a local root:
+/// the matching names in sorted order, each directory's before its subdirectories' (all of them
+/// when `recursive`). DataError naming `node` and the root when it cannot.
+using Lister = std::function<std::vector<std::string>(const std::string& root, const std::vector<std::string>& masks,
+                                                      bool recursive, std::string_view node)>;
+
+/// Lists `root` through the lister of its scheme; DataError naming `node` when the scheme has
+/// none. Thread-safe.
+[[nodiscard]] std::vector<std::string> list_with_scheme(const std::string& root, const std::vector<std::string>& masks,
+                                                        bool recursive, std::string_view node);
+
+/// Whether `name` matches one of `masks` (Python's fnmatch; no masks match every name).
+[[nodiscard]] bool matches_masks(const std::string& name, const std::vector<std::string>& masks);
+
 /// Adds an opener to the registry while it is seeded.
 using AddOpener = std::function<void(std::string_view scheme, Opener opener)>;
 
@@ -37,5 +56,9 @@ void add_decompressed_openers(const AddOpener& add);
 /// "http[<settings>]:<url>" (read_from_http()'s origins) and http:// and https:// URLs, opened with
 /// the default HttpOptions (read_from_http.cpp).
 void add_http_openers(const AddOpener& add);
+/// "s3[<settings>]:s3://..." and s3:// paths (s3_opener.cpp), and the s3 lister.
+void add_s3_openers(const AddOpener& add);
+/// The lister of "s3://" roots (s3_opener.cpp).
+[[nodiscard]] Lister s3_lister();
 
 }  // namespace dpipe::io::detail

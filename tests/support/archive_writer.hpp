@@ -64,4 +64,25 @@ inline void write_compressed(const std::string& path, const std::string& filter,
   archive_write_free(out);
 }
 
+/// Writes `shards` WebDataset shards "shard-<n>.tar" (pax) into `directory` for the benchmarks:
+/// each holds `samples` samples "<key>.jpg" of `sample_bytes` bytes (a pattern that differs per
+/// sample) and "<key>.cls" of 3 bytes, keys numbered across the shards. Returns their paths.
+inline std::vector<std::string> write_sample_shards(const std::string& directory, std::size_t shards,
+                                                    std::size_t samples, std::size_t sample_bytes) {
+  std::vector<std::string> paths;
+  std::string bytes(sample_bytes, '\0');
+  for (std::size_t shard = 0; shard < shards; ++shard) {
+    paths.push_back(directory + "/shard-" + std::to_string(shard) + ".tar");
+    std::vector<ArchiveEntry> members;
+    for (std::size_t sample = 0; sample < samples; ++sample) {
+      for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 31 + sample + shard) & 0xff);
+      const auto key = std::to_string(1000000 + shard * samples + sample).substr(1);
+      members.emplace_back(key + ".jpg", bytes);
+      members.emplace_back(key + ".cls", bytes.substr(0, 3));
+    }
+    write_archive(paths.back(), "paxr", "none", members);
+  }
+  return paths;
+}
+
 }  // namespace dpipe::testing

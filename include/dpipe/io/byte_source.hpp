@@ -31,6 +31,11 @@ class ByteSource {
   /// Moves to `offset` from the start and returns true, or returns false when the source cannot
   /// seek (OpenedFile then reads forward). SourceFailure when the source is shorter than `offset`.
   virtual bool seek(std::uint64_t /*offset*/) { return false; }
+
+  /// Reads up to `bytes` ahead into memory, so that the next reads wait for no round trip
+  /// (open_files' read-ahead calls it on a thread of its own before the stream is read). A no-op
+  /// by default, right for local sources. SourceFailure on error.
+  virtual void prefetch(std::size_t /*bytes*/) {}
 };
 
 }  // namespace dpipe::io

@@ -60,6 +60,11 @@ class OpenedFile {
   /// shorter.
   void seek(std::uint64_t offset, std::string_view node);
 
+  /// Reads up to `bytes` ahead into memory where the stream comes over a network (an S3 object),
+  /// so that the next reads wait for no round trip; nothing for a file. DataError naming `node`
+  /// on a read error.
+  void prefetch(std::size_t bytes, std::string_view node);
+
  private:
   std::string path_;
   std::string origin_;

@@ -25,7 +25,7 @@ using Opener = std::function<OpenedFile(const std::string& origin, std::string_v
 /// with "<scheme>:" or "<scheme>[" open through it, in this process and in the worker processes it
 /// forks later (register before the loader starts its workers). A scheme is registered once, for
 /// the life of the process: InvalidArgument when `scheme` has an opener already (dpipe's own
-/// included: bz2, file, gzip, http, https, lzma, xz, zstd), when it is not a scheme (a lowercase
+/// included: bz2, file, gzip, http, https, lzma, s3, xz, zstd), when it is not a scheme (a lowercase
 /// letter, then lowercase letters, digits, '+', '-' or '.') or when `opener` is empty.
 /// Thread-safe.
 void register_opener(std::string_view scheme, Opener opener);
