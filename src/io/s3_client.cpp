@@ -97,11 +97,13 @@ class SharedConnections {
  public:
   static CURLSH* get() {
     static std::mutex guard;
-    static std::vector<std::unique_ptr<SharedConnections>> all;  // the parents' stay reachable, unused
+    // Never destroyed: requests may run until the process exits, and libcurl refuses to clean up
+    // a share in use. The parents' caches stay here, reachable and unused.
+    static auto* all = new std::vector<std::unique_ptr<SharedConnections>>();
     const std::lock_guard lock(guard);
-    if (all.empty() || all.back()->pid_ != ::getpid())
-      all.push_back(std::unique_ptr<SharedConnections>(new SharedConnections));
-    return all.back()->share_;
+    if (all->empty() || all->back()->pid_ != ::getpid())
+      all->push_back(std::unique_ptr<SharedConnections>(new SharedConnections));
+    return all->back()->share_;
   }
 
   SharedConnections(const SharedConnections&) = delete;
