@@ -23,6 +23,7 @@
 #include "support/archive_writer.hpp"
 #include "support/battery.hpp"
 #include "support/data_error.hpp"
+#include "support/free_port.hpp"
 #include "support/io_workers.hpp"
 #include "support/log_capture.hpp"
 #include "support/s3_server.hpp"
@@ -468,6 +469,28 @@ TEST_CASE("s3 reads through resets SlowDown and stalls and gives up with a clear
                       Catch::Matchers::StartsWith("test: 's3://data/faults/f.txt' byte offset ") &&
                           Catch::Matchers::EndsWith("no data from the server for 200 ms (gave up after 2 attempts)"));
   }
+}
+
+TEST_CASE("s3 retries a refused connection and then names the URL and libcurl's reason", "[io][s3]") {
+  dpipe::testing::LogCapture logs;
+  io::S3Options options;
+  options.endpoint = "http://127.0.0.1:" + std::to_string(dpipe::testing::free_port());  // nobody listens
+  options.credentials = io::S3Credentials{"key", "secret-5678"};
+  options.retries = 2;
+  options.retry_delay = 1ms;
+  io::set_s3_options(options);
+  const auto pipe = iter::from(std::vector<std::string>{"s3://data/a.txt"}) | io::open_files();
+  const std::string error = data_error_of(pipe);
+  io::set_s3_options({});
+  CHECK_THAT(error, Catch::Matchers::StartsWith(pipe.node().label() +
+                                                ": 's3://data/a.txt': cannot open: Couldn't connect to server: ") &&
+                        Catch::Matchers::EndsWith(" (gave up after 3 attempts)"));
+  const auto messages = logs.messages();
+  CHECK(std::count_if(messages.begin(), messages.end(), [](const std::string& message) {
+          return message.starts_with("s3: GET s3://data/a.txt: Couldn't connect to server: ");
+        }) == 2);
+  for (const auto& message : messages) CHECK(message.find("secret-5678") == std::string::npos);
+  CHECK(error.find("secret-5678") == std::string::npos);
 }
 
 TEST_CASE("s3 cache downloads each object once and serves the second epoch from disk", "[io][s3][concurrency]") {
