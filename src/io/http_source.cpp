@@ -7,6 +7,7 @@
 #include <cstring>
 #include <curl/curl.h>
 #include <mutex>
+#include <pthread.h>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -32,6 +33,63 @@ void init_curl() {
   });
 }
 
+/// The idle libcurl multi handles of this process, each with its connection cache: a request takes
+/// one and gives it back when it ends, so the next request to the same host reuses the connection
+/// the last one left open. A handle is used by one thread at a time, as libcurl requires (its
+/// shared connection cache is not safe across threads). A forked child starts with none: it must
+/// never touch its parent's connections (closing an inherited TLS connection ends the parent's
+/// session too), so those stay allocated, unused. Thread-safe, and safe across fork (the lock is
+/// taken around it).
+class MultiHandles {
+ public:
+  static MultiHandles& instance() {
+    // Never destroyed: requests may run on other threads until the process exits.
+    static auto* handles = [] {
+      auto* created = new MultiHandles();
+      ::pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                       [] {
+                         auto& self = instance();
+                         self.inherited_.insert(self.inherited_.end(), self.idle_.begin(), self.idle_.end());
+                         self.idle_.clear();
+                         self.mutex_.unlock();
+                       });
+      return created;
+    }();
+    return *handles;
+  }
+
+  /// An idle handle, or a new one (nullptr when libcurl cannot make one).
+  CURLM* take() {
+    {
+      const std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        CURLM* multi = idle_.back();
+        idle_.pop_back();
+        return multi;
+      }
+    }
+    return curl_multi_init();
+  }
+
+  /// Gives back a handle with no transfer in it; beyond kIdle idle ones, it is closed.
+  void give(CURLM* multi) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (idle_.size() < kIdle) {
+        idle_.push_back(multi);
+        return;
+      }
+    }
+    curl_multi_cleanup(multi);
+  }
+
+ private:
+  static constexpr std::size_t kIdle = 16;
+  std::mutex mutex_;
+  std::vector<CURLM*> idle_;
+  std::vector<CURLM*> inherited_;  // the parent's, never used or closed here
+};
+
 /// Whether `line` starts with the header name `name` (lower case, with its ':'), in any case.
 bool has_name(std::string_view line, std::string_view name) noexcept {
   if (line.size() < name.size()) return false;
@@ -41,6 +99,15 @@ bool has_name(std::string_view line, std::string_view name) noexcept {
     if (lower != name[i]) return false;
   }
   return true;
+}
+
+/// The value of the header `line` whose name (with its ':') is `name`, without the spaces around it.
+std::string_view header_value(std::string_view line, std::string_view name) noexcept {
+  std::string_view value = line.substr(name.size());
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+    value.remove_suffix(1);
+  return value;
 }
 
 /// Parses the unsigned number at the front of `text`, moving past it.
@@ -61,7 +128,7 @@ class HttpSource::Transfer {
       : timeout_(options.timeout) {
     init_curl();
     easy_ = curl_easy_init();
-    multi_ = curl_multi_init();
+    multi_ = MultiHandles::instance().take();
     if (easy_ == nullptr || multi_ == nullptr) throw HttpFailure("cannot create a libcurl handle");
     for (const auto& header : options.headers) {
       curl_slist* grown = curl_slist_append(headers_, header.c_str());
@@ -95,7 +162,7 @@ class HttpSource::Transfer {
   ~Transfer() {
     if (added_) curl_multi_remove_handle(multi_, easy_);
     if (easy_ != nullptr) curl_easy_cleanup(easy_);
-    if (multi_ != nullptr) curl_multi_cleanup(multi_);
+    if (multi_ != nullptr) MultiHandles::instance().give(multi_);
     curl_slist_free_all(headers_);
   }
 
@@ -126,6 +193,9 @@ class HttpSource::Transfer {
 
   /// The ETag header of the response, or empty.
   [[nodiscard]] const std::string& etag() const noexcept { return etag_; }
+  /// False when the response says the object is encrypted with SSE-KMS or SSE-C, whose ETags are
+  /// not the MD5 of the bytes.
+  [[nodiscard]] bool etag_is_digest() const noexcept { return etag_is_digest_; }
 
   /// The first byte of a 206's Content-Range ("bytes 5-9/10"), or std::nullopt.
   [[nodiscard]] std::optional<std::uint64_t> range_start() const noexcept { return range_start_; }
@@ -235,12 +305,15 @@ class HttpSource::Transfer {
       transfer.range_start_.reset();
       transfer.range_total_.reset();
       transfer.etag_.clear();
+      transfer.etag_is_digest_ = true;
     } else if (has_name(line, "etag:")) {
-      std::string_view value = line.substr(std::string_view("etag:").size());
-      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-      while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
-        value.remove_suffix(1);
-      transfer.etag_ = value;
+      transfer.etag_ = header_value(line, "etag:");
+    } else if (has_name(line, "x-amz-server-side-encryption")) {
+      // SSE-KMS ("x-amz-server-side-encryption: aws:kms" and its "-aws-kms-..." headers) and SSE-C
+      // ("-customer-..."): the ETag is not the MD5 of the bytes. Plain "AES256" keeps it.
+      const std::string_view name = line.substr(0, line.find(':') + 1);
+      const bool further = name.size() > std::string_view("x-amz-server-side-encryption:").size();
+      if (further || header_value(line, name).starts_with("aws:kms")) transfer.etag_is_digest_ = false;
     } else if (has_name(line, "location:")) {
       transfer.location_ = true;
     } else if (has_name(line, "content-range:")) {
@@ -312,6 +385,7 @@ class HttpSource::Transfer {
   std::optional<std::uint64_t> range_start_;
   std::optional<std::uint64_t> range_total_;
   std::string etag_;
+  bool etag_is_digest_ = true;
 };
 
 HttpSource::HttpSource(std::string url, const HttpOptions& options, std::optional<std::uint64_t> expected_length,
@@ -349,6 +423,7 @@ std::optional<HttpFailure> HttpSource::attempt(std::uint64_t offset) {
     return HttpFailure(fmt::format("HTTP status {}", status), status >= 500 || status == 429, status, std::move(body));
   }
   etag_ = transfer.etag();
+  etag_is_digest_ = transfer.etag_is_digest();
   if (status == 206) {
     if (transfer.range_start() != offset)
       return HttpFailure(fmt::format("the server answered a request for bytes {}- with other bytes", offset));

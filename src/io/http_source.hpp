@@ -69,6 +69,9 @@ class HttpSource final : public ByteSource {
   [[nodiscard]] std::optional<std::uint64_t> length() const noexcept { return length_; }
   /// The response's ETag header, as sent (quotes included), or empty.
   [[nodiscard]] const std::string& etag() const noexcept { return etag_; }
+  /// False when the response says the object is encrypted with SSE-KMS or SSE-C (S3's
+  /// x-amz-server-side-encryption headers): its ETag is then not the MD5 of its bytes.
+  [[nodiscard]] bool etag_is_digest() const noexcept { return etag_is_digest_; }
   /// The body offset of the next byte read() returns.
   [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
 
@@ -88,6 +91,7 @@ class HttpSource final : public ByteSource {
   CurlSetup setup_;
   std::optional<std::uint64_t> length_;
   std::string etag_;
+  bool etag_is_digest_ = true;
   std::unique_ptr<Transfer> transfer_;
   std::uint64_t position_ = 0;  // the body offset of the next byte read() returns
   bool started_ = false;

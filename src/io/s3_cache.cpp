@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <openssl/evp.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -56,16 +60,22 @@ class Digest {
   EVP_MD_CTX* context_;
 };
 
-/// An exclusive lock on a lock file, held until destroyed; blocks until it is free. The kernel
-/// releases it when its holder dies, so a crashed download never blocks the others.
+/// An exclusive lock on a lock file, held until destroyed; blocks until it is free. Between
+/// processes it is a POSIX record lock: the kernel releases it when its holder dies, so a crashed
+/// download never blocks the others, and a worker forked while it is held does not inherit it
+/// (a flock would be inherited, and held for the worker's life). Between the threads of one
+/// process, which a record lock does not separate, a mutex per path. Thread-safe.
 class FileLock {
  public:
-  explicit FileLock(const std::string& path) {
+  explicit FileLock(const std::string& path) : thread_lock_(mutex_of(path)) {
     do {
       descriptor_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     } while (descriptor_ < 0 && errno == EINTR);
     if (descriptor_ < 0) throw SourceFailure(fmt::format("cannot open the lock '{}': {}", path, std::strerror(errno)));
-    while (::flock(descriptor_, LOCK_EX) != 0) {
+    struct flock whole {};
+    whole.l_type = F_WRLCK;
+    whole.l_whence = SEEK_SET;
+    while (::fcntl(descriptor_, F_SETLKW, &whole) != 0) {
       if (errno == EINTR) continue;
       const int error = errno;
       ::close(descriptor_);
@@ -74,9 +84,20 @@ class FileLock {
   }
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
-  ~FileLock() { ::close(descriptor_); }  // releases the lock
+  ~FileLock() { ::close(descriptor_); }  // releases the record lock, then the mutex
 
  private:
+  /// The mutex of `path` in this process; never removed (one per object the process cached).
+  static std::mutex& mutex_of(const std::string& path) {
+    static std::mutex guard;
+    static auto* mutexes = new std::map<std::string, std::unique_ptr<std::mutex>>();  // never destroyed
+    const std::lock_guard lock(guard);
+    auto& mutex = (*mutexes)[path];
+    if (!mutex) mutex = std::make_unique<std::mutex>();
+    return *mutex;
+  }
+
+  std::lock_guard<std::mutex> thread_lock_;
   int descriptor_ = -1;
 };
 
@@ -120,20 +141,21 @@ void write_all(int descriptor, const char* data, std::size_t size, const std::st
 void fill(const std::string& entry, const std::string& url, const std::string& etag, std::uint64_t size,
           const Download& download) {
   const std::string temporary = fmt::format("{}.{}.tmp", entry, ::getpid());
-  const int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (descriptor < 0) throw SourceFailure(fmt::format("cannot create '{}': {}", temporary, std::strerror(errno)));
   try {
     Digest md5(EVP_md5());
     std::uint64_t written = 0;
-    download([&](const char* data, std::size_t count) {
+    const bool etag_is_digest = download([&](const char* data, std::size_t count) {
       write_all(descriptor, data, count, temporary);
       md5.add(data, count);
       written += count;
     });
-    if (::close(descriptor) != 0)
-      throw SourceFailure(fmt::format("cannot write '{}': {}", temporary, std::strerror(errno)));
+    const int closed = ::close(descriptor);
+    descriptor = -1;
+    if (closed != 0) throw SourceFailure(fmt::format("cannot write '{}': {}", temporary, std::strerror(errno)));
     if (written != size) throw SourceFailure(fmt::format("the download has {} bytes, the object {}", written, size));
-    if (is_md5(etag)) {
+    if (etag_is_digest && is_md5(etag)) {
       const std::string got = md5.hex();
       if (got != lowercase_md5(etag))
         throw SourceFailure(fmt::format("the downloaded bytes' MD5 is {}, the object's ETag {}", got, etag));
@@ -141,7 +163,7 @@ void fill(const std::string& entry, const std::string& url, const std::string& e
     if (::rename(temporary.c_str(), entry.c_str()) != 0)
       throw SourceFailure(fmt::format("cannot rename '{}' to '{}': {}", temporary, entry, std::strerror(errno)));
   } catch (...) {
-    ::close(descriptor);  // a second close of a closed descriptor fails harmlessly (EBADF)
+    if (descriptor >= 0) ::close(descriptor);
     ::unlink(temporary.c_str());
     throw;
   }
@@ -161,6 +183,12 @@ void evict(const std::string& directory, std::uint64_t max_bytes, const std::str
   std::error_code error;
   for (const auto& file : fs::directory_iterator(directory, error)) {
     const std::string path = file.path().string();
+    if (path.ends_with(".tmp")) {  // "<entry>.<pid>.tmp": a download of a process that died is dropped
+      const auto dot = path.rfind('.', path.size() - 5);
+      const long pid = std::strtol(path.c_str() + dot + 1, nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink(path.c_str());
+      continue;
+    }
     if (!path.ends_with(kEntrySuffix)) continue;
     struct stat status {};
     if (::stat(path.c_str(), &status) != 0) continue;  // removed meanwhile

@@ -18,14 +18,15 @@ namespace dpipe::io::detail {
 
 /// Receives an object's bytes in order.
 using ByteSink = std::function<void(const char* data, std::size_t size)>;
-/// Writes the whole object into the sink (SourceFailure when it cannot).
-using Download = std::function<void(const ByteSink& sink)>;
+/// Writes the whole object into the sink (SourceFailure when it cannot); returns whether the
+/// object's ETag is the MD5 of its bytes where it looks like one (not for SSE-KMS or SSE-C).
+using Download = std::function<bool(const ByteSink& sink)>;
 
 /// The cached copy of the object `url` with `etag` and `size`, open for reading at its start.
 /// - A copy of the right size is used as it is, and marked as used now (its modification time):
 ///   the eviction removes the least recently used first.
-/// - Otherwise one process downloads it (an exclusive file lock per object; the others wait for
-///   that download, then use it): into a temporary file, checked against `size` and against the
+/// - Otherwise one process downloads it (an exclusive lock per object; the other threads and
+///   processes wait for that download, then use it): into a temporary file, checked against `size` and against the
 ///   ETag where that is an MD5, then renamed into place. A copy of the wrong size (partial,
 ///   corrupt) is dropped and fetched again, with a warning.
 /// - After a download, the least recently used copies beyond the cache's max_bytes are removed

@@ -4,7 +4,6 @@
 #include <array>
 #include <charconv>
 #include <chrono>
-#include <mutex>
 #include <pugixml.hpp>
 #include <random>
 #include <thread>
@@ -90,54 +89,14 @@ std::string request_url(const S3Options& options, const std::string& bucket, std
   return url;
 }
 
-/// The connection cache every S3 request of this process shares, so that a request reuses a
-/// connection an earlier one left open. A forked child makes its own and never touches its
-/// parent's: closing an inherited TLS connection would end the parent's session too.
-class SharedConnections {
- public:
-  static CURLSH* get() {
-    static std::mutex guard;
-    // Never destroyed: requests may run until the process exits, and libcurl refuses to clean up
-    // a share in use. The parents' caches stay here, reachable and unused.
-    static auto* all = new std::vector<std::unique_ptr<SharedConnections>>();
-    const std::lock_guard lock(guard);
-    if (all->empty() || all->back()->pid_ != ::getpid())
-      all->push_back(std::unique_ptr<SharedConnections>(new SharedConnections));
-    return all->back()->share_;
-  }
-
-  SharedConnections(const SharedConnections&) = delete;
-  SharedConnections& operator=(const SharedConnections&) = delete;
-
- private:
-  SharedConnections() : pid_(::getpid()), share_(curl_share_init()) {
-    if (share_ == nullptr) throw HttpFailure("cannot create a libcurl share handle");
-    curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, &SharedConnections::lock);
-    curl_share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &SharedConnections::unlock);
-    curl_share_setopt(share_, CURLSHOPT_USERDATA, this);
-    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-  }
-
-  static void lock(CURL* /*easy*/, curl_lock_data data, curl_lock_access /*access*/, void* self) {
-    static_cast<SharedConnections*>(self)->locks_[static_cast<std::size_t>(data) % kLocks].lock();
-  }
-  static void unlock(CURL* /*easy*/, curl_lock_data data, void* self) {
-    static_cast<SharedConnections*>(self)->locks_[static_cast<std::size_t>(data) % kLocks].unlock();
-  }
-
-  static constexpr std::size_t kLocks = CURL_LOCK_DATA_LAST;
-  pid_t pid_;
-  CURLSH* share_;
-  std::array<std::mutex, kLocks> locks_{};
-};
-
-/// Signs each request for `options`' region with its credentials (none: anonymous), and shares
-/// the connection cache.
+/// Signs each request for `options`' region with its credentials (none: anonymous). The path is
+/// sent as it is (a key may hold "." and ".." segments), and redirects are not followed: S3 does
+/// not redirect a request it will serve, and a redirect would take the session token elsewhere.
 CurlSetup curl_setup(const S3Options& options, bool head = false) {
   return [signing = fmt::format("aws:amz:{}:s3", region_of(options)), credentials = options.credentials,
           head](CURL* easy) {
-    curl_easy_setopt(easy, CURLOPT_SHARE, SharedConnections::get());
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
     if (head) curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
     if (!credentials) return;
     curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, signing.c_str());
@@ -194,7 +153,13 @@ void back_off_or_throw(const HttpFailure& failure, unsigned failures, const S3Op
   auto cap = options.retry_delay;
   for (unsigned i = 1; i < failures && cap < options.max_retry_delay; ++i) cap *= 2;
   cap = std::min(cap, options.max_retry_delay);
-  thread_local std::minstd_rand random(std::random_device{}());
+  // Seeded again in a forked worker, so that workers do not back off in step.
+  thread_local pid_t seeded_in = 0;
+  thread_local std::minstd_rand random;
+  if (seeded_in != ::getpid()) {
+    random.seed(std::random_device{}());
+    seeded_in = ::getpid();
+  }
   const auto wait = std::chrono::milliseconds(
       std::uniform_int_distribution<std::int64_t>(0, std::max<std::int64_t>(cap.count(), 0))(random));
   log_warning("s3: {}: {}; retry {} of {} in {} ms", what, describe(failure, options), failures, options.retries,
@@ -245,11 +210,11 @@ std::optional<S3Location> parse_s3_url(std::string_view url) {
   return location;
 }
 
-std::vector<S3ObjectInfo> list_s3_objects(const S3Options& options, const std::string& bucket,
-                                          const std::string& prefix, std::string_view delimiter,
-                                          std::string_view node) {
+S3Listing list_s3_objects(const S3Options& options, const std::string& bucket, const std::string& prefix,
+                          std::string_view delimiter, std::string_view node) {
   const std::string shown = fmt::format("s3://{}/{}", bucket, prefix);
-  std::vector<S3ObjectInfo> objects;
+  S3Listing listing;
+  auto& objects = listing.objects;
   std::string token;
   for (;;) {
     // The parameters in sorted order, as SigV4's canonical request has them (libcurl 7.88 signs
@@ -274,7 +239,8 @@ std::vector<S3ObjectInfo> list_s3_objects(const S3Options& options, const std::s
     } catch (const SourceFailure& failure) {
       throw DataError(node, {.path = shown}, fmt::format("cannot list: {}", failure.what()));
     }
-    if (std::string_view(result.child_value("IsTruncated")) != "true") return objects;
+    if (result.child("CommonPrefixes")) listing.has_prefixes = true;
+    if (std::string_view(result.child_value("IsTruncated")) != "true") return listing;
     token = result.child_value("NextContinuationToken");
     if (token.empty())
       throw DataError(node, {.path = shown}, "cannot list: a truncated listing without a NextContinuationToken");
@@ -316,13 +282,14 @@ void S3Source::request(std::uint64_t offset) {
   const std::string url = request_url(options_, location_.bucket, location_.key);
   const std::string what = offset == 0 ? fmt::format("GET {}", location_.url())
                                        : fmt::format("GET {} from byte {}", location_.url(), offset);
-  for (unsigned failures = 0;;) {
+  for (;;) {
     try {
       http_ = std::make_unique<HttpSource>(url, http_options(options_, etag_), length_, curl_setup(options_));
       if (!http_->start(offset))
         throw HttpFailure(fmt::format("the server answered a request for bytes {}- with the whole object", offset));
       position_ = offset;
       if (etag_.empty()) etag_ = http_->etag();
+      etag_is_digest_ = http_->etag_is_digest();
       if (!length_) length_ = http_->length();
       return;
     } catch (const HttpFailure& failure) {
@@ -330,23 +297,24 @@ void S3Source::request(std::uint64_t offset) {
       if (failure.status() == 412)
         throw SourceFailure(fmt::format("{} (the object changed since it was first read, when its ETag was {})",
                                         describe(failure, options_), etag_));
-      back_off_or_throw(failure, ++failures, options_, what);
+      back_off_or_throw(failure, ++failures_, options_, what);
     }
   }
 }
 
 std::size_t S3Source::read_body(char* data, std::size_t size) {
-  for (unsigned failures = 0;;) {
+  for (;;) {
     try {
       if (!http_) request(position_);
       const std::size_t got = http_->read(data, size);
       position_ += got;
       if (got == 0 && length_ && position_ < *length_)
         throw HttpFailure(fmt::format("the body ended at byte {} of {}", position_, *length_), true);
+      if (got > 0) failures_ = 0;  // progress: the retries count from here
       return got;
     } catch (const HttpFailure& failure) {
       http_.reset();
-      back_off_or_throw(failure, ++failures, options_,
+      back_off_or_throw(failure, ++failures_, options_,
                         fmt::format("GET {} broke at byte {}", location_.url(), position_));
     }
   }

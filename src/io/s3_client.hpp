@@ -38,12 +38,17 @@ struct S3ObjectInfo {
   std::string etag;  ///< as S3 sends it, quotes included
 };
 
-/// The objects whose key starts with `prefix`, in S3's order (by key), every page of
-/// ListObjectsV2; with `delimiter` "/", only those directly under the prefix. DataError naming
-/// `node` and the bucket when S3 refuses (with S3's code and message) or the retries run out.
-[[nodiscard]] std::vector<S3ObjectInfo> list_s3_objects(const S3Options& options, const std::string& bucket,
-                                                        const std::string& prefix, std::string_view delimiter,
-                                                        std::string_view node);
+/// What a listing found.
+struct S3Listing {
+  std::vector<S3ObjectInfo> objects;  ///< in the server's order (S3's: by key)
+  bool has_prefixes = false;          ///< keys below the delimiter ("subdirectories") exist
+};
+
+/// The objects whose key starts with `prefix`, every page of ListObjectsV2; with `delimiter` "/",
+/// only those directly under the prefix. DataError naming `node` and the bucket when S3 refuses
+/// (with S3's code and message) or the retries run out.
+[[nodiscard]] S3Listing list_s3_objects(const S3Options& options, const std::string& bucket, const std::string& prefix,
+                                        std::string_view delimiter, std::string_view node);
 
 /// The size and ETag of one object (a HEAD request); std::nullopt when there is none.
 /// DataError naming `node` for any other failure.
@@ -52,8 +57,9 @@ struct S3ObjectInfo {
 
 /// One object's bytes, read front to back through signed GETs. A read that breaks (a reset, a
 /// stall past the timeout, 5xx, SlowDown) is retried with a Range request at the byte reached,
-/// with capped exponential backoff and full jitter, each retry logged; later requests carry
-/// If-Match with the first response's ETag, so a changed object is an error, never a mix.
+/// with capped exponential backoff and full jitter, each retry logged; the retries count the
+/// failures since the last byte received. Later requests carry If-Match with the first
+/// response's ETag, so a changed object is an error, never a mix.
 /// Failures are SourceFailures whose message has the HTTP status and S3's code and message.
 /// Thread-safety: one thread at a time.
 class S3Source final : public ByteSource {
@@ -75,6 +81,8 @@ class S3Source final : public ByteSource {
 
   [[nodiscard]] const std::string& etag() const noexcept { return etag_; }
   [[nodiscard]] std::optional<std::uint64_t> length() const noexcept { return length_; }
+  /// False for an object encrypted with SSE-KMS or SSE-C, whose ETag is not its bytes' MD5.
+  [[nodiscard]] bool etag_is_digest() const noexcept { return etag_is_digest_; }
 
  private:
   /// Sends the request for the bytes from `offset` on, with the retries.
@@ -90,6 +98,8 @@ class S3Source final : public ByteSource {
   std::uint64_t position_ = 0;  // the object offset of the next byte the response yields
   std::string ahead_;           // bytes read ahead by prefetch(), served first
   std::size_t ahead_begin_ = 0;
+  unsigned failures_ = 0;  // since the last byte received
+  bool etag_is_digest_ = true;
   bool started_ = false;
 };
 

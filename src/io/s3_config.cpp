@@ -93,9 +93,10 @@ void check(const S3Options& options) {
   if (!options.endpoint.empty() && !options.endpoint.starts_with("http://") &&
       !options.endpoint.starts_with("https://"))
     DPIPE_THROW(InvalidArgument, "S3 settings: the endpoint '{}' is not an http:// or https:// URL", options.endpoint);
-  if (options.connect_timeout.count() < 0 || options.timeout.count() < 0 || options.retry_delay.count() < 0 ||
-      options.max_retry_delay.count() < 0)
-    DPIPE_THROW(InvalidArgument, "S3 settings: connect_timeout, timeout and the retry delays must not be negative");
+  if (options.connect_timeout.count() < 0 || options.retry_delay.count() < 0 || options.max_retry_delay.count() < 0)
+    DPIPE_THROW(InvalidArgument, "S3 settings: connect_timeout and the retry delays must not be negative");
+  if (options.timeout.count() <= 0)
+    DPIPE_THROW(InvalidArgument, "S3 settings: timeout must be positive (a stalled server must end in a retry)");
   if (options.credentials &&
       (options.credentials->access_key_id.empty() || options.credentials->secret_access_key.empty()))
     DPIPE_THROW(InvalidArgument,

@@ -120,6 +120,7 @@ OpenedFile open_cached(const S3Options& options, ObjectOrigin origin, std::strin
     S3Source source(origin.location, options, origin.etag, origin.length);
     std::vector<char> buffer(std::size_t{1} << 20);
     while (const std::size_t got = source.read(buffer.data(), buffer.size())) sink(buffer.data(), got);
+    return source.etag_is_digest();
   };
   auto source = cached_object(options.cache, url, origin.etag, *origin.length, download, node);
   return {url, s3_origin(origin.location, origin.etag, origin.length), std::move(source)};
@@ -154,26 +155,29 @@ OpenedFile open_s3(const std::string& text, std::string_view node) {
   return {url, std::move(saved), std::move(source)};
 }
 
-/// `shown` joined with `name` as list_files() joins a directory and a name.
-std::string join(std::string_view shown, std::string_view name) {
-  if (shown.empty() || shown.ends_with('/')) return fmt::format("{}{}", shown, name);
-  return fmt::format("{}/{}", shown, name);
-}
+/// A listed key: the part below the directory being walked, and the whole key.
+struct KeyBelow {
+  std::string_view rest;
+  std::string_view key;
+};
 
-/// Appends, in list_files()' order, the names of `relative` (keys below one "directory", sorted)
-/// that match: this level's objects, then each subdirectory's in sorted order.
-void walk(const std::vector<std::string_view>& relative, std::string_view shown, const std::vector<std::string>& masks,
+/// Appends "s3://<bucket>/<key>" for the keys of `below` (the keys under one "directory", sorted
+/// by `rest`) whose name matches, in list_files()' order: this level's objects, then each
+/// subdirectory's in sorted order. Names are never joined, so a key with "//" stays itself.
+void walk(const std::vector<KeyBelow>& below, const std::string& bucket, const std::vector<std::string>& masks,
           std::vector<std::string>& out) {
-  std::map<std::string_view, std::vector<std::string_view>> directories;
-  for (const auto name : relative) {
-    const auto slash = name.find('/');
+  std::map<std::string_view, std::vector<KeyBelow>> directories;
+  for (const auto& entry : below) {
+    const auto slash = entry.rest.find('/');
     if (slash == std::string_view::npos) {
-      if (!name.empty() && matches_masks(std::string(name), masks)) out.push_back(join(shown, name));
+      // An empty name is a "folder" marker ("data/"), not an object to read.
+      if (!entry.rest.empty() && matches_masks(std::string(entry.rest), masks))
+        out.push_back(fmt::format("s3://{}/{}", bucket, entry.key));
     } else {
-      directories[name.substr(0, slash)].push_back(name.substr(slash + 1));
+      directories[entry.rest.substr(0, slash)].push_back({entry.rest.substr(slash + 1), entry.key});
     }
   }
-  for (const auto& [directory, names] : directories) walk(names, join(shown, directory), masks, out);
+  for (const auto& [directory, keys] : directories) walk(keys, bucket, masks, out);
 }
 
 std::vector<std::string> list_s3(const std::string& root, const std::vector<std::string>& masks, bool recursive,
@@ -183,23 +187,25 @@ std::vector<std::string> list_s3(const std::string& root, const std::vector<std:
   const S3Options options = s3_options();
   std::string prefix = location->key;
   if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
-  const auto objects = list_s3_objects(options, location->bucket, prefix, recursive ? "" : "/", node);
-  if (!options.cache.directory.empty()) ListedObjects::instance().remember(location->bucket, objects);
+  const auto listing = list_s3_objects(options, location->bucket, prefix, recursive ? "" : "/", node);
+  if (!options.cache.directory.empty()) ListedObjects::instance().remember(location->bucket, listing.objects);
   std::vector<std::string> paths;
-  if (objects.empty() && prefix != location->key) {  // "s3://b/data": an object, or nothing
+  if (listing.objects.empty() && !listing.has_prefixes && prefix != location->key) {
+    // "s3://b/data" with nothing under "data/": an object, or nothing at all.
     const auto object = head_s3_object(options, *location, node);
     if (!object) throw DataError(node, {.path = root}, "cannot list: no object has this key and none is under it");
     const auto name = std::string_view(location->key).substr(location->key.rfind('/') + 1);
-    if (matches_masks(std::string(name), masks)) paths.push_back(root);
+    if (matches_masks(std::string(name), masks)) paths.push_back(location->url());
     return paths;
   }
-  std::vector<std::string_view> relative;
-  relative.reserve(objects.size());
-  for (const auto& object : objects) relative.push_back(std::string_view(object.key).substr(prefix.size()));
+  std::vector<KeyBelow> below;
+  below.reserve(listing.objects.size());
+  for (const auto& object : listing.objects)
+    below.push_back({std::string_view(object.key).substr(prefix.size()), object.key});
   // S3 lists in byte order already; some compatible servers do not, and the order must not depend
   // on the server.
-  std::sort(relative.begin(), relative.end());
-  walk(relative, root, masks, paths);
+  std::sort(below.begin(), below.end(), [](const KeyBelow& a, const KeyBelow& b) { return a.rest < b.rest; });
+  walk(below, location->bucket, masks, paths);
   return paths;
 }
 

@@ -161,9 +161,31 @@ TEST_CASE("s3 listings page past 1000 keys and keep list_files' order and masks"
     }
   }
   const auto log = s3.server.log();
-  CHECK(count_of(log, "continuation-token=") >= 4);  // a second page in each recursive listing
+  CHECK(count_of(log, "continuation-token=") == 8);  // a second page in each of the 8 listings
   CHECK(count_of(log, "x-amz-content-sha256") > 8);  // signed, and the proxy checked each one
   CHECK(count_of(log, "\"status\":403") == 0);
+
+  // A directory holding only directories lists nothing without `recursive`, as a local one does.
+  (void)s3.local.write("nested/only/deeper/x.txt", "x");
+  s3.server.upload("nested", s3.local / "nested");
+  CHECK(collect(io::list_files(s3.local / "nested")).empty());
+  CHECK(collect(io::list_files("s3://nested/only")).empty());
+  CHECK(collect(io::list_files("s3://nested/only", {}, {.recursive = true})) ==
+        std::vector<std::string>{"s3://nested/only/deeper/x.txt"});
+  CHECK(collect(io::list_files("s3://nested", {}, {.recursive = true})) ==
+        std::vector<std::string>{"s3://nested/only/deeper/x.txt"});
+
+  // Keys with spaces, '+', '%', '=' and UTF-8 are listed, signed and read as they are.
+  const std::vector<std::string> odd{"odd/a b+c.txt", "odd/100%=x.txt", "odd/\xc3\xa9t\xc3\xa9.txt"};
+  TempDir odd_files;
+  for (const auto& name : odd) (void)odd_files.write(name, name + "\n");
+  s3.server.upload("lists", odd_files.str());
+  const auto odd_urls = collect(io::list_files("s3://lists/odd"));
+  CHECK(odd_urls == std::vector<std::string>{"s3://lists/odd/100%=x.txt", "s3://lists/odd/a b+c.txt",
+                                             "s3://lists/odd/\xc3\xa9t\xc3\xa9.txt"});
+  CHECK(collect(io::list_files("s3://lists/odd") | io::open_files() | io::readlines({}, io::lines_only)) ==
+        std::vector<std::string>{"odd/100%=x.txt", "odd/a b+c.txt", "odd/\xc3\xa9t\xc3\xa9.txt"});
+  CHECK(count_of(s3.server.log(), "\"status\":403") == 0);
 
   // A root that is an object lists itself; a root that is nothing is an error.
   CHECK(collect(io::list_files("s3://lists/many/a.bin")) == std::vector<std::string>{"s3://lists/many/a.bin"});
@@ -334,6 +356,31 @@ TEST_CASE("s3 restores a checkpoint inside an object with a byte-range GET", "[i
            io::readlines({}, io::lines_only);
   };
   const auto all = collect(make());
+  SECTION("a checkpoint at the end of the object and one in it hold no secret") {
+    const auto done = make();
+    CHECK(dpipe::testing::take(done, all.size()).size() == all.size());
+    const auto end_blob = dpipe::graph::save_state(done);
+    const std::string bytes(reinterpret_cast<const char*>(end_blob.data()), end_blob.size());
+    CHECK(bytes.find(S3TestServer::kSecret) == std::string::npos);
+    s3.server.clear();
+    const auto restored = make();
+    dpipe::graph::load_state(restored, end_blob);
+    CHECK(collect(restored).empty());
+    CHECK(count_of(s3.server.log(), "\"method\":\"GET\"") == 0);  // nothing left to ask for
+  }
+  SECTION("through the cache, a restore reads the cached copy") {
+    TempDir cache;
+    s3.configure([&](io::S3Options& options) { options.cache = {.directory = cache.str()}; });
+    const auto pipe = make();
+    (void)dpipe::testing::take(pipe, 30000);
+    const auto blob = dpipe::graph::save_state(pipe);
+    s3.server.clear();
+    const auto restored = make();
+    dpipe::graph::load_state(restored, blob);
+    CHECK(collect(restored) == std::vector<std::string>(all.begin() + 30000, all.end()));
+    CHECK(count_of(s3.server.log(), "\"method\":\"GET\"") == 0);
+    s3.configure([](io::S3Options&) {});  // no cache for the rest
+  }
   const auto pipe = make();
   (void)dpipe::testing::take(pipe, 20000);
   const auto blob = dpipe::graph::save_state(pipe);
@@ -555,6 +602,17 @@ TEST_CASE("s3 cache downloads each object once and serves the second epoch from 
     CHECK(members_of("s3://data/shards/shard-0.tar") == 10);
     CHECK(count_of(s3.server.log(), "\"method\":\"GET\",\"url\":\"/data/shards/shard-0.tar\"") == 1);
   }
+  SECTION("a download whose bytes are not the ETag's MD5 is refused and leaves nothing behind") {
+    s3.server.fault(R"({"mode": "corrupt", "after_bytes": 5000, "times": 1})");
+    const auto pipe = iter::from(std::vector<std::string>{"s3://data/shards/shard-1.tar"}) | io::open_files();
+    CHECK_THAT(data_error_of(pipe),
+               Catch::Matchers::StartsWith(pipe.node().label() + ": 's3://data/shards/shard-1.tar': cannot cache: the "
+                                                                 "downloaded bytes' MD5 is ") &&
+                   Catch::Matchers::Contains(", the object's ETag \""));
+    CHECK(entries().empty());
+    for (const auto& file : fs::directory_iterator(cache.str())) CHECK(file.path().extension() != ".tmp");
+    CHECK(collect(pipe).size() == 1);  // the next download is whole
+  }
   SECTION("a corrupt entry is dropped and fetched again") {
     CHECK(collect(pipeline()).size() == expected.size());
     for (const auto& entry : entries()) fs::resize_file(entry, 1000);
@@ -637,6 +695,8 @@ TEST_CASE("S3Options reads the environment and the AWS files as the AWS tools do
   CHECK_THROWS_WITH(io::set_s3_options({.credentials = io::S3Credentials{"key", ""}}),
                     "S3 settings: credentials need an access key id and a secret access key (std::nullopt for "
                     "anonymous requests)");
-  CHECK_THROWS_WITH(io::set_s3_options({.timeout = -1ms}),
-                    "S3 settings: connect_timeout, timeout and the retry delays must not be negative");
+  CHECK_THROWS_WITH(io::set_s3_options({.connect_timeout = -1ms}),
+                    "S3 settings: connect_timeout and the retry delays must not be negative");
+  CHECK_THROWS_WITH(io::set_s3_options({.timeout = 0ms}),
+                    "S3 settings: timeout must be positive (a stalled server must end in a retry)");
 }

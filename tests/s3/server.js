@@ -52,6 +52,8 @@
 //         stall          forward status, headers and after_bytes body bytes,
 //                        then send nothing more, keeping the connection open
 //         stall_headers  never answer (the connection stays open)
+//         corrupt        forward the whole response with the body byte at
+//                        after_bytes flipped (the length and ETag unchanged)
 //       For reset and stall, a body no longer than after_bytes is sent whole
 //       and the response completes normally.
 //   POST /__control/clear   -> 200 "ok"; removes all faults, clears the log.
@@ -86,7 +88,7 @@ const CREDENTIALS = {
   'dpipe-test': 'dpipe-test-secret',
 };
 
-const FAULT_MODES = new Set(['reset', 'slowdown', 'internal', 'stall', 'stall_headers']);
+const FAULT_MODES = new Set(['reset', 'slowdown', 'internal', 'stall', 'stall_headers', 'corrupt']);
 
 // Before a reset, time left for the bytes already written to reach the
 // client: a TCP RST drops whatever is still in the kernel's send buffer.
@@ -378,6 +380,19 @@ function startProxy(s3Port) {
         });
       } else if (fault && fault.mode === 'stall') {
         forwardPrefix(upstreamRes, res, fault.after_bytes, () => log('stalled', req.url));
+      } else if (fault && fault.mode === 'corrupt') {
+        // The byte at after_bytes is flipped: the right length and ETag, the wrong bytes.
+        let offset = 0;
+        upstreamRes.on('data', (chunk) => {
+          const at = fault.after_bytes - offset;
+          if (at >= 0 && at < chunk.length) chunk[at] ^= 0xff;  // eslint-disable-line no-param-reassign
+          offset += chunk.length;
+          if (!res.write(chunk)) {
+            upstreamRes.pause();
+            res.once('drain', () => upstreamRes.resume());
+          }
+        });
+        upstreamRes.on('end', () => res.end());
       } else {
         upstreamRes.pipe(res);
       }

@@ -29,7 +29,9 @@ struct ListFilesOptions {
 /// `*`, `?`, `[...]`; no masks match every file): a root that is a file is yielded itself when it
 /// matches; a directory's files come in sorted order, joined to the root as given. Symbolic links
 /// to files are listed; links to directories are not followed. The listing is made when an
-/// iteration starts. A missing or unreadable root or subdirectory is a DataError naming it. A
+/// iteration starts. A root "s3://bucket/prefix" lists the objects under the prefix by the same
+/// rules, "/" separating directories (<dpipe/io/s3.hpp>). A missing or unreadable root or
+/// subdirectory is a DataError naming it. A
 /// root where no file matches is logged as a warning at every listing ("list_files#1: 'data':
 /// no files matched the masks ['*.tar']"), or is that DataError with `empty_is_error`.
 /// Thread-safety: one iterating thread.

@@ -52,7 +52,7 @@ struct S3Options {
   std::string credentials_source{};
   /// Longest wait for a connection.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
-  /// Longest wait without a byte from the server (a stalled response is retried).
+  /// Longest wait without a byte from the server (a stalled response is retried); positive.
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
   /// Attempts after the first for a request that failed with a connection error, a timeout, a
   /// body cut short, 5xx, 503 SlowDown or 429; counted from the last byte received, so a long
@@ -78,7 +78,7 @@ struct S3Options {
 /// Replaces the process's S3 settings (by default S3Options::from_environment(), read at first
 /// use). Worker processes forked later inherit them; set them before the loader starts.
 /// InvalidArgument for an endpoint that is not "http://..." or "https://...", a negative
-/// duration, or credentials with an empty key id or secret. Thread-safe.
+/// duration, a timeout of 0, or credentials with an empty key id or secret. Thread-safe.
 void set_s3_options(S3Options options);
 
 /// The process's S3 settings now. Thread-safe.
