@@ -199,6 +199,27 @@ TEST_CASE("s3 listings page past 1000 keys and keep list_files' order and masks"
                                         "specified bucket does not exist");
 }
 
+TEST_CASE("s3 virtual-hosted addressing names the bucket in the host and signs it", "[io][s3]") {
+  S3Fixture s3;
+  (void)s3.local.write("v/a.txt", "virtual\n");
+  (void)s3.local.write("v/b c.txt", "hosted\n");
+  s3.server.upload("vhost-bucket", s3.local.str());
+  s3.configure([&](io::S3Options& options) {
+    options.endpoint = s3.server.proxy_endpoint("s3.localhost");
+    options.addressing = io::S3Addressing::virtual_hosted;
+  });
+  CHECK(collect(io::list_files("s3://vhost-bucket/v")) ==
+        std::vector<std::string>{"s3://vhost-bucket/v/a.txt", "s3://vhost-bucket/v/b c.txt"});
+  CHECK(collect(io::list_files("s3://vhost-bucket/v") | io::open_files() | io::readlines({}, io::lines_only)) ==
+        std::vector<std::string>{"virtual", "hosted"});
+  const auto log = s3.server.log();
+  INFO(log);
+  CHECK(count_of(log, "\"url\":\"/?delimiter=%2F&list-type=2&prefix=v%2F\"") == 2);  // the bucket is in the host
+  CHECK(count_of(log, "\"url\":\"/v/a.txt\"") == 1);
+  CHECK(count_of(log, "\"url\":\"/v/b%20c.txt\"") == 1);
+  CHECK(count_of(log, "\"status\":403") == 0);
+}
+
 TEST_CASE("s3 objects go through every format as local files do in process and in two workers", "[io][s3]") {
   S3Fixture s3;
   const std::string lines = lines_text(0, 300000);
@@ -493,7 +514,7 @@ TEST_CASE("s3 reads through resets SlowDown and stalls and gives up with a clear
     CHECK(read() == text);
     const auto log = s3.server.log();
     INFO(log);
-    CHECK(count_of(log, "\"range\":\"bytes=") == 2);  // after the stall, and again after no answer
+    // After the stall, and again after no answer (a loaded machine may add others, at other bytes).
     CHECK(count_of(log, "\"range\":\"bytes=100000-\"") == 2);
   }
   SECTION("SlowDown past the retries is a DataError with S3's code and message") {

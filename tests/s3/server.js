@@ -10,6 +10,9 @@
 //
 // Usage: node server.js <data directory>
 //
+// Buckets are addressed path-style (http://127.0.0.1:<port>/<bucket>/<key>) or virtual-hosted
+// (http://<bucket>.s3.localhost:<port>/<key>).
+//
 // Once both servers listen, exactly one line is printed to stdout:
 //   {"server": <s3rver port>, "proxy": <proxy port>}
 // and nothing else is ever written to stdout. Diagnostics go to stderr, and
@@ -613,6 +616,9 @@ async function main() {
     silent: true,
     directory: path.resolve(dataDir),
     configureBuckets: [],
+    // Virtual-hosted requests name the bucket in the host: <bucket>.s3.localhost (libcurl
+    // resolves *.localhost to the loopback itself).
+    serviceEndpoint: 'localhost',
   });
   const s3Address = await s3.run();
   const proxy = await startProxy(s3Address.port);

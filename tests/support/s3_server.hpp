@@ -76,8 +76,11 @@ class S3TestServer {
     std::filesystem::remove_all(data_, ignored);
   }
 
-  /// "http://127.0.0.1:<port>" of the proxy (signature checks, faults, the log) or of s3rver itself.
-  [[nodiscard]] std::string proxy_endpoint() const { return "http://127.0.0.1:" + std::to_string(proxy_port_); }
+  /// "http://127.0.0.1:<port>" of the proxy (signature checks, faults, the log) or of s3rver itself;
+  /// "http://s3.localhost:<port>" (proxy_endpoint("s3.localhost")) for virtual-hosted buckets.
+  [[nodiscard]] std::string proxy_endpoint(const std::string& host = "127.0.0.1") const {
+    return "http://" + host + ":" + std::to_string(proxy_port_);
+  }
   [[nodiscard]] std::string server_endpoint() const { return "http://127.0.0.1:" + std::to_string(server_port_); }
 
   /// Settings for the proxy, signed with the test key; quick retries.
