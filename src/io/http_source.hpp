@@ -72,8 +72,6 @@ class HttpSource final : public ByteSource {
   /// False when the response says the object is encrypted with SSE-KMS or SSE-C (S3's
   /// x-amz-server-side-encryption headers): its ETag is then not the MD5 of its bytes.
   [[nodiscard]] bool etag_is_digest() const noexcept { return etag_is_digest_; }
-  /// The body offset of the next byte read() returns.
-  [[nodiscard]] std::uint64_t position() const noexcept { return position_; }
 
   std::size_t read(char* data, std::size_t size) override;
   /// Starts a source that is not started yet at `offset` (see start()); false for one started.
