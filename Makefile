@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev zlib1g-dev liburing-dev pkg-config libpugixml-dev libssl-dev
+PACKAGES := cmake make g++ git librange-v3-dev libfmt-dev libspdlog-dev catch2 libasio-dev libarchive-dev libsimdjson-dev libcurl4-openssl-dev zlib1g-dev liburing-dev pkg-config libpugixml-dev libssl-dev libdlpack-dev
 # bench: GNU time, for the compile-time script's peak memory. The tests run the distributed
 # example under mpirun too (Open MPI's launcher; dpipe links no MPI library).
 bench: EXTRA_PACKAGES := time
@@ -23,7 +23,11 @@ TEST_BUILD := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO
 # tests/s3/node_modules, installed from tests/s3/package-lock.json.
 S3_SERVER := tests/s3/node_modules/.package-lock.json
 
-.PHONY: deps demo test test-asan test-tsan bench clean
+# libtorch (Debian's libtorch-dev) is optional: where it is installed, the build adds dpipe::torch
+# (the c10d store adapter), its tests and examples/libtorch_trainer.cpp; CI installs it first.
+TORCH_PACKAGES := libtorch-dev
+
+.PHONY: deps deps-torch demo test test-asan test-tsan bench clean
 
 deps:
 	@missing=""; \
@@ -35,6 +39,9 @@ deps:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+deps-torch:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(TORCH_PACKAGES)"
 
 # Node.js and npm: Debian's packages where the machine has neither (a nodejs from elsewhere
 # brings its own npm).
@@ -53,6 +60,8 @@ test: deps $(S3_SERVER)
 	cmake -S . -B build/test $(TEST_BUILD)
 	cmake --build build/test -j$(JOBS)
 	ctest --test-dir build/test --output-on-failure -j$(JOBS)
+	@dpkg-query -W -f='$${Status}' libtorch-dev 2>/dev/null | grep -q "ok installed" || \
+	  echo "dpipe: skipped examples/libtorch_trainer.cpp and the C10dStore tests: libtorch is not installed (make deps-torch installs Debian's libtorch-dev)"
 
 test-asan: deps $(S3_SERVER)
 	cmake -S . -B build/asan -DDPIPE_SANITIZE=address,undefined $(TEST_BUILD)

@@ -7,6 +7,8 @@
 // (target: within 10%, issue 14). Both are measured twice: with glibc malloc's defaults, and with
 // its heap trimming and its mmap threshold set high (mallopt), as docs/reading-services.md
 // advises for large elements and worker threads; the second time also with prefetch counts of 1.
+// The same buffers as dpipe::Tensors, whose memory the loader recycles, are measured at glibc's
+// defaults (issue 34's target: worker threads at least the worker processes' rate).
 
 #include <cstdint>
 #include <cstdio>
@@ -18,11 +20,14 @@
 
 #include <dpipe/dpipe.hpp>
 
+#include "bandwidth.hpp"
 #include "harness.hpp"
 
 namespace {
 
-constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
+using dpipe::bench::kBufferBytes;
+using dpipe::bench::make_buffer;
+
 constexpr std::size_t kBuffers = 3000;
 constexpr int kRepeats = 3;
 
@@ -43,13 +48,6 @@ double memcpy_bandwidth(std::size_t block, std::size_t total) {
       },
       elements);
   return static_cast<double>(total) / seconds;
-}
-
-/// A buffer of 1 MiB filled with the low byte of `id`: what the workers make.
-std::vector<std::uint8_t> make_buffer(std::uint32_t id) {
-  std::vector<std::uint8_t> buffer(kBufferBytes);
-  std::memset(buffer.data(), static_cast<int>(id & 0xFF), buffer.size());
-  return buffer;
 }
 
 /// Bytes/s at which 2 threads make kBuffers buffers (each every second one) and drop them.
@@ -77,27 +75,6 @@ double making_rate() {
   return static_cast<double>(elements * kBufferBytes) / seconds;
 }
 
-/// Bytes/s of an epoch of `loader` (kBuffers buffers in id order); clears `ok` on wrong output.
-double loader_rate(dpipe::DataLoader2<std::vector<std::uint8_t>>& loader, bool& ok) {
-  std::uint64_t elements = 0;
-  const double seconds = dpipe::bench::best_seconds(
-      kRepeats,
-      [&] {
-        std::uint64_t count = 0;
-        std::uint32_t expected_id = 0;
-        for (const auto& buffer : loader) {
-          ok = ok && buffer.size() == kBufferBytes && buffer.front() == static_cast<std::uint8_t>(expected_id & 0xFF) &&
-               buffer.back() == buffer.front();
-          ++expected_id;
-          ++count;
-        }
-        ok = ok && count == kBuffers;
-        return count;
-      },
-      elements);
-  return static_cast<double>(elements * kBufferBytes) / seconds;
-}
-
 }  // namespace
 
 int main() {
@@ -109,15 +86,24 @@ int main() {
   bool ok = true;
   dpipe::DataLoader2<std::vector<std::uint8_t>> processes(pipe,
                                                           dpipe::MultiProcessingReadingService({.num_workers = 2}));
-  const double rate = loader_rate(processes, ok);
+  const double rate = dpipe::bench::buffer_rate(processes, kBuffers, kRepeats, ok);
   dpipe::DataLoader2<std::vector<std::uint8_t>> threads(
       pipe, dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = dpipe::WorkerKind::kThread}));
-  const double thread_rate = loader_rate(threads, ok);
+  const double thread_rate = dpipe::bench::buffer_rate(threads, kBuffers, kRepeats, ok);
   const double made_rate = making_rate();
+  // The same buffers as dpipe::Tensors, at glibc's defaults still: their memory comes from the
+  // loader's recycling pool, so a buffer the loop drops serves a later one with its pages mapped.
+  auto tensor_pipe = dpipe::iter::from(ids).sharding_filter().map(dpipe::bench::make_tensor_buffer);
+  dpipe::DataLoader2<dpipe::Tensor> tensor_processes(tensor_pipe,
+                                                     dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  const double tensor_rate = dpipe::bench::buffer_rate(tensor_processes, kBuffers, kRepeats, ok);
+  dpipe::DataLoader2<dpipe::Tensor> tensor_threads(
+      tensor_pipe, dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = dpipe::WorkerKind::kThread}));
+  const double tensor_thread_rate = dpipe::bench::buffer_rate(tensor_threads, kBuffers, kRepeats, ok);
   // From here on glibc keeps freed memory in the heap: a buffer the loop frees is not given back
   // to the kernel, so the worker's next one does not fault its pages in again.
   const bool tuned = mallopt(M_MMAP_THRESHOLD, 64 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 512 << 20) == 1;
-  const double tuned_thread_rate = loader_rate(threads, ok);
+  const double tuned_thread_rate = dpipe::bench::buffer_rate(threads, kBuffers, kRepeats, ok);
   // Prefetch counts for large elements: 2-3 buffers per worker in flight instead of 16, so the
   // ones a worker fills are still in the caches (the default counts keep 32 MiB in flight).
   dpipe::DataLoader2<std::vector<std::uint8_t>> few_threads(
@@ -125,7 +111,7 @@ int main() {
                                                   .worker_kind = dpipe::WorkerKind::kThread,
                                                   .worker_prefetch_cnt = 1,
                                                   .main_prefetch_cnt = 1}));
-  const double few_thread_rate = loader_rate(few_threads, ok);
+  const double few_thread_rate = dpipe::bench::buffer_rate(few_threads, kBuffers, kRepeats, ok);
   const double tuned_made_rate = making_rate();
   std::printf("B4 bandwidth: %zu buffers of 1 MiB made in 2 workers\n", kBuffers);
   std::printf("  %-44s %10.2f GB/s\n", "memcpy, one thread, 256 MiB buffers", memcpy_rate / 1e9);
@@ -133,6 +119,9 @@ int main() {
   std::printf("  %-44s %10.2f GB/s\n", "2 threads making them, nothing consuming", made_rate / 1e9);
   std::printf("  %-44s %10.2f GB/s\n", "MultiProcessingReadingService, 2 workers", rate / 1e9);
   std::printf("  %-44s %10.2f GB/s\n", "MultiProcessingReadingService, 2 threads", thread_rate / 1e9);
+  std::printf("  the same buffers as dpipe::Tensor (recycled buffers), glibc's defaults:\n");
+  std::printf("  %-44s %10.2f GB/s\n", "MultiProcessingReadingService, 2 workers", tensor_rate / 1e9);
+  std::printf("  %-44s %10.2f GB/s\n", "MultiProcessingReadingService, 2 threads", tensor_thread_rate / 1e9);
   std::printf("  with mallopt(M_MMAP_THRESHOLD, 64 MiB), mallopt(M_TRIM_THRESHOLD, 512 MiB):\n");
   std::printf("  %-44s %10.2f GB/s\n", "2 threads making them, nothing consuming", tuned_made_rate / 1e9);
   std::printf("  %-44s %10.2f GB/s\n", "MultiProcessingReadingService, 2 threads", tuned_thread_rate / 1e9);
@@ -143,5 +132,10 @@ int main() {
       rate / 1e9, 100.0 * rate / memcpy_rate, thread_rate / 1e9, 100.0 * thread_rate / made_rate,
       tuned_thread_rate / 1e9, 100.0 * tuned_thread_rate / tuned_made_rate, few_thread_rate / 1e9,
       100.0 * few_thread_rate / tuned_made_rate, ok && tuned ? "" : "  WRONG OUTPUT");
+  std::printf(
+      "B4 tensors at glibc's defaults: 2 threads %.2f GB/s, %.2fx the 2 worker processes' %.2f GB/s with "
+      "vectors (target >= 1x), %.2fx with tensors (%.2f GB/s)\n",
+      tensor_thread_rate / 1e9, tensor_thread_rate / rate, rate / 1e9, tensor_thread_rate / tensor_rate,
+      tensor_rate / 1e9);
   return ok && tuned ? 0 : 1;
 }

@@ -5,6 +5,9 @@
 function(dpipe_add_header_check target)
   file(GLOB_RECURSE headers CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/include
        ${PROJECT_SOURCE_DIR}/include/dpipe/*.hpp)
+  if(NOT TARGET dpipe_torch)
+    list(FILTER headers EXCLUDE REGEX "^dpipe/torch/")  # they need libtorch
+  endif()
   set(sources)
   foreach(header ${headers})
     string(REGEX REPLACE "[/.]" "_" stem "${header}")
@@ -20,5 +23,8 @@ function(dpipe_add_header_check target)
   endforeach()
   add_library(${target} OBJECT ${sources})
   target_link_libraries(${target} PRIVATE dpipe::dpipe)
+  if(TARGET dpipe_torch)
+    target_link_libraries(${target} PRIVATE dpipe::torch)
+  endif()
   dpipe_target_defaults(${target})
 endfunction()

@@ -14,24 +14,9 @@
 #include <dpipe/dpipe.hpp>
 #include <dpipe/io.hpp>
 
+#include "tfrecord_writing.hpp"
+
 namespace {
-
-/// CRC32C (Castagnoli), bit by bit, and TFRecord's mask of it.
-std::uint32_t masked_crc32c(std::string_view bytes) {
-  std::uint32_t crc = 0xffffffffU;
-  for (const char byte : bytes) {
-    crc ^= static_cast<unsigned char>(byte);
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0x82f63b78U & (0U - (crc & 1U)));
-  }
-  crc = ~crc;
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
-}
-
-std::string little_endian(std::uint64_t value, int bytes) {
-  std::string out;
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xffU));
-  return out;
-}
 
 std::string varint(std::uint64_t value) {
   std::string out;
@@ -52,12 +37,6 @@ std::string example_of(const std::string& name, std::uint64_t value) {
   return field(1, field(1, field(1, name) + field(2, feature)));
 }
 
-/// One TFRecord: the length, its masked CRC32C, the data, its masked CRC32C.
-std::string framed(const std::string& data) {
-  const std::string length = little_endian(data.size(), 8);
-  return length + little_endian(masked_crc32c(length), 4) + data + little_endian(masked_crc32c(data), 4);
-}
-
 }  // namespace
 
 int main() {
@@ -68,7 +47,8 @@ int main() {
                                      << "\n"
                                      << R"({"id": 2, "text": "b", "tags": ["x"]})"
                                      << "\n";
-  std::ofstream(dir / "train.tfrecord", std::ios::binary) << framed(example_of("id", 7)) << framed(example_of("id", 8));
+  std::ofstream(dir / "train.tfrecord", std::ios::binary)
+      << dpipe_examples::framed(example_of("id", 7)) << dpipe_examples::framed(example_of("id", 8));
   std::ofstream(dir / "notes.txt") << "one\ntwo\nthree\nfour\nfive\n";
 
   // [lines]

@@ -91,3 +91,8 @@
 #include <dpipe/reading_service/sequential.hpp>
 #include <dpipe/reading_service/worker.hpp>
 #include <dpipe/serialization/serializer.hpp>
+#include <dpipe/tensor/dlpack.hpp>
+#include <dpipe/tensor/dtype.hpp>
+#include <dpipe/tensor/host_allocator.hpp>
+#include <dpipe/tensor/tensor.hpp>
+#include <dpipe/tensor/tensor_collate.hpp>

@@ -100,6 +100,12 @@ DataPipePtr MultiProcessingReadingService::initialize(DataPipePtr graph) { retur
 
 DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail::mp::GroupState* saved) {
   if (end_) DPIPE_THROW(UsageError, "MultiProcessingReadingService: initialize() was already called");
+  if (options_.pin_memory && options_.host_allocator != nullptr) {
+    DPIPE_THROW(InvalidArgument,
+                "MultiProcessingReadingService: pin_memory and host_allocator were both set; pass a pinned allocator as "
+                "host_allocator, or set pin_memory alone");
+  }
+  allocator_ = options_.pin_memory ? cuda_host_allocator() : options_.host_allocator;
   if (options_.num_workers == 0) {
     graph::apply_sharding(graph, 1, 0, ShardingPriority::kMultiprocessing);
     if (options_.worker_init_fn) graph = options_.worker_init_fn(std::move(graph), WorkerInfo{1, 0});
@@ -130,7 +136,8 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
                                         .stall_warning = options_.stall_warning,
                                         .worker_init_fn = options_.worker_init_fn,
                                         .worker_reset_fn = options_.worker_reset_fn,
-                                        .threads = threads};
+                                        .threads = threads,
+                                        .host_allocator = allocator_};
   auto split = split_for_workers(std::move(graph));
   if (!threads) {
     if (split.dispatched) require_encodable(split.dispatched, "the output of the dispatching process");

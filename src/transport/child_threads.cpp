@@ -15,6 +15,7 @@ void ChildThreads::start(std::string name, const MakeChild& make) {
   Child* self = child.get();
   children_.push_back(std::move(child));
   self->thread = std::thread([this, self, make] {
+    const ScopedHostAllocator allocator(allocator_);
     std::unique_ptr<ChildBody> body;
     std::string failure;
     try {

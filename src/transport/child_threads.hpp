@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <dpipe/tensor/host_allocator.hpp>
+
 #include "crew.hpp"
 
 namespace dpipe::detail::transport {
@@ -19,7 +21,8 @@ namespace dpipe::detail::transport {
 /// Thread-safety: the group's thread, but interrupt(); the children report their end themselves.
 class ChildThreads final : public Crew {
  public:
-  ChildThreads() = default;
+  /// The threads make their tensors with `allocator` (null: the heap).
+  explicit ChildThreads(HostAllocatorPtr allocator) : allocator_(std::move(allocator)) {}
   ChildThreads(const ChildThreads&) = delete;
   ChildThreads& operator=(const ChildThreads&) = delete;
   /// Joins the threads not yet joined: they must have been told to stop. After stop() returned
@@ -48,6 +51,7 @@ class ChildThreads final : public Crew {
   bool stop(std::chrono::milliseconds grace) noexcept override;
 
  private:
+  HostAllocatorPtr allocator_;
   struct Child {
     std::string name;
     std::thread thread;

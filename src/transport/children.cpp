@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <dpipe/core/error.hpp>
+#include <dpipe/tensor/host_allocator.hpp>
 
 namespace dpipe::detail::transport {
 namespace {
@@ -68,6 +69,9 @@ pid_t fork_child(const std::function<int()>& body) {
 
 void Children::start(std::string name, const MakeChild& make) {
   const pid_t pid = fork_child([&] {
+    // The forking thread's allocator may be pinned memory, which a child cannot use: its tensors are
+    // encoded and freed, so the heap serves.
+    const ScopedHostAllocator allocator(heap_allocator());
     try {
       return make()->run();
     } catch (...) {

@@ -23,6 +23,8 @@
 // --job-checkpoint: --save-after and --load use the job's one checkpoint file
 // (DataLoader2::save_job_checkpoint / load_job_checkpoint) instead of a file per rank.
 // --print-length: prints "length N" (DataLoader2::epoch_length(), "unknown" when unknown) first.
+// Built as dpipe_c10d_rank_program (DPIPE_TEST_C10D, where libtorch is found), the loaders use
+// torch.distributed's store, a c10d::TCPStore that rank 0 serves on MASTER_PORT, through C10dStore.
 
 #include <atomic>
 #include <csignal>
@@ -31,12 +33,18 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
-#include <typeinfo>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 #include <dpipe/dpipe.hpp>
+
+#ifdef DPIPE_TEST_C10D
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <dpipe/torch/c10d_store.hpp>
+#endif
 
 namespace {
 
@@ -158,8 +166,39 @@ dpipe::IterPipe<std::int64_t> make_pipeline(const Arguments& arguments, std::siz
   return pipe;
 }
 
+#ifdef DPIPE_TEST_C10D
+/// torch.distributed's store as a trainer under torchrun has it: rank 0 serves a c10d::TCPStore on
+/// MASTER_PORT. One per process, shared by its loaders.
+std::shared_ptr<dpipe::Store> c10d_store(std::chrono::milliseconds timeout) {
+  static const auto store = [timeout] {
+    const auto environment = dpipe::detect_launch_environment();
+    ::c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(std::stoul(std::getenv("MASTER_PORT")));
+    options.isServer = environment.rank == 0;
+    options.numWorkers = environment.world_size;
+    options.waitWorkers = false;
+    options.timeout = timeout;
+    return std::make_shared<dpipe::C10dStore>(
+        c10::make_intrusive<::c10d::TCPStore>(std::getenv("MASTER_ADDR"), options));
+  }();
+  return store;
+}
+
+/// Waits until every rank arrives here.
+void c10d_barrier(std::chrono::milliseconds timeout) {
+  const auto store = c10d_store(timeout);
+  if (store->add("rank_program/done", 1) == static_cast<std::int64_t>(dpipe::detect_launch_environment().world_size)) {
+    store->set("rank_program/all done", std::string_view("yes"));
+  }
+  store->wait({"rank_program/all done"});
+}
+#endif
+
 dpipe::DataLoader2<std::int64_t> make_loader(const Arguments& arguments, const dpipe::IterPipe<std::int64_t>& pipe) {
   dpipe::DistributedOptions options;
+#ifdef DPIPE_TEST_C10D
+  options.store = c10d_store(arguments.timeout);
+#endif
   options.timeout = arguments.timeout;
   options.fullsync_block = arguments.block;
   const dpipe::DistributedReadingService distributed(options);
@@ -274,7 +313,12 @@ int main(int argc, char** argv) {
   Arguments arguments;
   try {
     arguments = parse(argc, argv);
-    return run(arguments);
+    const int code = run(arguments);
+#ifdef DPIPE_TEST_C10D
+    // A torch.distributed trainer ends with a barrier: rank 0's store outlives every rank's last round.
+    if (code == 0) c10d_barrier(arguments.timeout);
+#endif
+    return code;
   } catch (const dpipe::Error& error) {
     if (arguments.report_received) std::printf("received %zu\n", received);
     std::printf("error %s: %s\n", dpipe::detail::demangle(typeid(error).name()).c_str(), error.what());

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <dpipe/core/detail/field_index.hpp>
 #include <dpipe/core/error.hpp>
 #include <dpipe/core/fields.hpp>
 #include <dpipe/core/type_name.hpp>
@@ -85,16 +86,14 @@ class Columns {
     (std::make_index_sequence<kFields>{});
   }
 
-  /// The column of `member`, found by where the member lies in a default-constructed S.
+  /// The column of `member`.
   template <class M>
   void* column_of(M S::*member) {
-    static const S probe{};
-    const auto fields = probe.dpipe_fields();
-    const void* const target = &(probe.*member);
+    const std::size_t index = detail::field_index(member);
     void* column = nullptr;
     for_each_index([&]<std::size_t I>() {
       if constexpr (std::is_same_v<std::tuple_element_t<I, Tuple>, std::vector<M>>) {
-        if (static_cast<const void*>(&std::get<I>(fields)) == target) column = &std::get<I>(columns_);
+        if (index == I) column = &std::get<I>(columns_);
       }
     });
     if (column == nullptr) {

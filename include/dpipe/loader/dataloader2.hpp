@@ -323,6 +323,7 @@ class DataLoader2 {
     const auto start = timed ? Clock::now() : Clock::time_point{};
     std::size_t got = 0;
     try {
+      const ScopedHostAllocator allocator(core_->host_allocator());
       got = root().pull(run_.elements, wanted);
     } catch (...) {
       run_.failure = std::current_exception();  // handed out after the elements before it

@@ -110,6 +110,8 @@ class LoaderCore {
 
   [[nodiscard]] const DataPipePtr& graph_before_reading_service() const noexcept { return before_service_; }
   [[nodiscard]] ReadingServiceInterface* reading_service() const noexcept { return service_.get(); }
+  /// The reading service's host_allocator(), for the thread reading the graph; null without one.
+  [[nodiscard]] HostAllocatorPtr host_allocator() const { return service_ ? service_->host_allocator() : nullptr; }
   [[nodiscard]] bool paused() const noexcept { return paused_; }
   [[nodiscard]] std::uint64_t epoch() const noexcept { return position_.epoch; }
   [[nodiscard]] std::uint64_t elements_in_epoch() const noexcept { return position_.taken; }

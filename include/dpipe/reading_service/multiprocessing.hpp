@@ -55,6 +55,7 @@
 #include <vector>
 
 #include <dpipe/reading_service/reading_service.hpp>
+#include <dpipe/tensor/host_allocator.hpp>
 
 namespace dpipe {
 
@@ -97,6 +98,14 @@ struct MultiProcessingOptions {
   /// longer than half of it still crosses, in parts, at the cost of one more copy. Worker threads
   /// pass 8-byte handles and size their queues from the prefetch counts.
   std::size_t queue_bytes = std::size_t{8} << 20;
+  /// Tensors (dpipe::Tensor, tensor_collate's batches) reach the trainer in page-locked memory,
+  /// ready for an asynchronous device copy: the CUDA runtime's, loaded at initialize()
+  /// (cuda_host_allocator(); NotSupportedError there when it cannot pin). Worker threads collate
+  /// straight into it; batches from worker processes are decoded into it, one copy.
+  bool pin_memory = false;
+  /// The allocator of those tensors instead (an arena, a counting allocator, your framework's);
+  /// null: the heap (heap_allocator()). Not with pin_memory.
+  HostAllocatorPtr host_allocator{};
 };
 
 class MultiProcessingReadingService final
@@ -124,6 +133,9 @@ class MultiProcessingReadingService final
   [[nodiscard]] std::optional<std::size_t> epoch_length(const DataPipePtr& graph) const override;
   GraphFunction initialize_iteration(SeedGenerator& seeds, GraphFunction iter_reset_fn = {}) override;
   void finalize() override;
+
+  /// pin_memory's allocator, or host_allocator.
+  [[nodiscard]] HostAllocatorPtr host_allocator() const override { return allocator_; }
 
   [[nodiscard]] bool supports_pause() const override { return true; }
   GraphFunction pause(GraphFunction pause_fn = {}) override;
@@ -157,6 +169,7 @@ class MultiProcessingReadingService final
   void leave_main_background_stopped() noexcept;
 
   MultiProcessingOptions options_;
+  HostAllocatorPtr allocator_;  // resolved from the options at initialize()
   std::shared_ptr<detail::mp::ProcessGroup> group_;
   DataPipePtr end_;          // the main process's root
   DataPipePtr shadow_;       // the unsplit graph: seeding it advances the seeds as in process

@@ -20,6 +20,7 @@
 #include <dpipe/core/datapipe.hpp>
 #include <dpipe/core/state.hpp>
 #include <dpipe/random/seed_generator.hpp>
+#include <dpipe/tensor/host_allocator.hpp>
 
 namespace dpipe {
 
@@ -91,6 +92,11 @@ class ReadingServiceInterface {
   virtual void finalize() {}
 
   // Optional hooks (torchdata's _pause, _resume and _limit). A service that supports them says so.
+
+  /// The allocator of the tensors made or received in the loader's thread while it reads (the
+  /// thread's current_host_allocator(), see <dpipe/tensor/host_allocator.hpp>); null: the
+  /// thread's own. Valid after initialize() or restore().
+  [[nodiscard]] virtual HostAllocatorPtr host_allocator() const { return nullptr; }
 
   [[nodiscard]] virtual bool supports_pause() const { return false; }
   /// Pauses: no more elements are handed out and the graph's background threads stop

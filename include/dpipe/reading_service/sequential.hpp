@@ -25,6 +25,13 @@ class SequentialReadingService final
   SequentialReadingService& operator=(const SequentialReadingService&) = delete;
 
   [[nodiscard]] std::size_t size() const noexcept { return services_.size(); }
+  /// The first of its services' allocators that is not null.
+  [[nodiscard]] HostAllocatorPtr host_allocator() const override {
+    for (const auto& service : services_) {
+      if (auto allocator = service->host_allocator()) return allocator;
+    }
+    return nullptr;
+  }
   /// The copy of service `index` this service owns.
   [[nodiscard]] ReadingServiceInterface& service(std::size_t index) const { return *services_.at(index); }
 

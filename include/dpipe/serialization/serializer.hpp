@@ -473,7 +473,9 @@ T from_bytes(std::span<const std::byte> bytes) {
 }  // namespace dpipe
 
 /// Declares the fields of a user type for dpipe::Serializer, inside the type's definition:
-/// `DPIPE_FIELDS(path, pixels, label)`. The type must be default-constructible.
-#define DPIPE_FIELDS(...)                               \
-  auto dpipe_fields() { return std::tie(__VA_ARGS__); } \
-  auto dpipe_fields() const { return std::tie(__VA_ARGS__); }
+/// `DPIPE_FIELDS(path, pixels, label)`. The type must be default-constructible. The names are kept
+/// for messages (tensor_collate's errors name the field).
+#define DPIPE_FIELDS(...)                                                        \
+  auto dpipe_fields() { return std::tie(__VA_ARGS__); }                          \
+  auto dpipe_fields() const { return std::tie(__VA_ARGS__); }                    \
+  static constexpr const char* dpipe_field_names() noexcept { return #__VA_ARGS__; }

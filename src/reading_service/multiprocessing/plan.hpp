@@ -59,6 +59,7 @@ struct GroupConfig {
   WorkerInitFunction worker_init_fn;
   WorkerResetFunction worker_reset_fn;
   bool threads = false;  // the children are threads of this process, not forked processes
+  HostAllocatorPtr host_allocator;  // worker threads' current allocator (null: the heap)
 };
 
 /// "worker process 1" or "worker thread 1"; "dispatching process" or "dispatching thread".

@@ -114,7 +114,7 @@ ProcessGroup::Resources::Resources(const GroupPlan& group_plan)
     : plan(group_plan),
       pool(pool_sizes(plan)),
       exceptions(plan.config.threads ? std::make_unique<ExceptionSlot[]>(plan.config.num_workers + 1) : nullptr),
-      crew(plan.config.threads ? std::unique_ptr<Crew>(std::make_unique<ChildThreads>())
+      crew(plan.config.threads ? std::unique_ptr<Crew>(std::make_unique<ChildThreads>(plan.config.host_allocator))
                                : std::unique_ptr<Crew>(std::make_unique<Children>())) {}
 
 ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)

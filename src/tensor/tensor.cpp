@@ -1,0 +1,148 @@
+#include <limits>
+
+#include <fmt/format.h>
+
+#include <dpipe/tensor/tensor.hpp>
+
+namespace dpipe {
+
+std::string_view dtype_name(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kBool:
+      return "bool";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kInt16:
+      return "int16";
+    case DType::kUInt32:
+      return "uint32";
+    case DType::kInt32:
+      return "int32";
+    case DType::kUInt64:
+      return "uint64";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+  }
+  return "unknown";
+}
+
+TensorStorage::TensorStorage(HostAllocatorPtr allocator, std::size_t bytes)
+    : allocator_(std::move(allocator)), bytes_(bytes) {
+  if (bytes_ != 0) data_ = allocator_->allocate(bytes_);
+}
+
+TensorStorage::~TensorStorage() {
+  if (data_ != nullptr) allocator_->deallocate(data_, bytes_);
+}
+
+Tensor::Tensor(DType dtype, std::span<const std::int64_t> shape, HostAllocatorPtr allocator) : dtype_(dtype) {
+  if (static_cast<std::uint8_t>(dtype) >= kDTypeCount) {
+    DPIPE_THROW(InvalidArgument, "Tensor: {} is not a DType", static_cast<unsigned>(dtype));
+  }
+  if (shape.size() > kMaxRank) {
+    DPIPE_THROW(InvalidArgument, "Tensor: {} dimensions, at most {} are supported", shape.size(), kMaxRank);
+  }
+  rank_ = shape.size();
+  std::size_t count = 1;
+  for (std::size_t dim = 0; dim < rank_; ++dim) {
+    if (shape[dim] < 0) DPIPE_THROW(InvalidArgument, "Tensor: dimension {} is {}, negative", dim, shape[dim]);
+    shape_[dim] = shape[dim];
+    const auto extent = static_cast<std::size_t>(shape[dim]);
+    if (extent != 0 && count > std::numeric_limits<std::size_t>::max() / dtype_size(dtype) / extent) {
+      DPIPE_THROW(InvalidArgument, "Tensor: a shape of {} elements of {} bytes overflows", fmt::join(shape, " x "),
+                  dtype_size(dtype));
+    }
+    count *= extent;
+  }
+  numel_ = count;
+  std::int64_t stride = 1;
+  for (std::size_t dim = rank_; dim-- > 0;) {
+    strides_[dim] = stride;
+    stride *= shape_[dim];
+  }
+  storage_ =
+      std::make_shared<TensorStorage>(allocator != nullptr ? std::move(allocator) : current_host_allocator(), nbytes());
+}
+
+Tensor Tensor::clone(HostAllocatorPtr allocator) const {
+  if (!defined()) return {};
+  Tensor copy(dtype_, shape(), std::move(allocator));
+  if (nbytes() != 0) std::memcpy(copy.data(), data(), nbytes());
+  return copy;
+}
+
+std::string Tensor::describe() const {
+  if (!defined()) return "undefined";
+  return fmt::format("{}[{}]", dtype_name(dtype_), fmt::join(shape(), ", "));
+}
+
+bool Tensor::operator==(const Tensor& other) const {
+  if (defined() != other.defined()) return false;
+  if (!defined()) return true;
+  if (dtype_ != other.dtype_ || rank_ != other.rank_) return false;
+  for (std::size_t dim = 0; dim < rank_; ++dim) {
+    if (shape_[dim] != other.shape_[dim]) return false;
+  }
+  return nbytes() == 0 || std::memcmp(data(), other.data(), nbytes()) == 0;
+}
+
+void Tensor::require_dtype(DType dtype) const {
+  if (!defined()) DPIPE_THROW(InvalidArgument, "Tensor: the tensor is undefined");
+  if (dtype != dtype_) {
+    DPIPE_THROW(InvalidArgument, "Tensor: asked for {} values of a {} tensor", dtype_name(dtype), describe());
+  }
+}
+
+void Tensor::require_elements(std::size_t count) const {
+  if (count != numel_) {
+    DPIPE_THROW(InvalidArgument, "Tensor: {} values for the shape [{}] of {} elements", count, fmt::join(shape(), ", "),
+                numel_);
+  }
+}
+
+void Serializer<Tensor>::write(ByteWriter& writer, const Tensor& tensor) {
+  writer.write(tensor.defined());
+  if (!tensor.defined()) return;
+  writer.write(static_cast<std::uint8_t>(tensor.dtype()));
+  writer.write(static_cast<std::uint8_t>(tensor.rank()));
+  writer.write_bytes(tensor.shape().data(), tensor.rank() * sizeof(std::int64_t));
+  writer.write_bytes(tensor.data(), tensor.nbytes());
+}
+
+Tensor Serializer<Tensor>::read(ByteReader& reader) {
+  if (!reader.read<bool>()) return {};
+  const auto dtype = reader.read<std::uint8_t>();
+  const auto rank = reader.read<std::uint8_t>();
+  if (dtype >= kDTypeCount) DPIPE_THROW(SerializationError, "corrupt input: {} is not a tensor dtype", dtype);
+  if (rank > Tensor::kMaxRank) DPIPE_THROW(SerializationError, "corrupt input: a tensor of {} dimensions", rank);
+  std::array<std::int64_t, Tensor::kMaxRank> shape{};
+  reader.read_bytes(shape.data(), rank * sizeof(std::int64_t));
+  // Checks the size against the input before allocating: a corrupt shape must not allocate.
+  const std::span<const std::int64_t> dims(shape.data(), rank);
+  bool empty = false;
+  for (const auto extent : dims) {
+    if (extent < 0) DPIPE_THROW(SerializationError, "corrupt input: a tensor of shape [{}]", fmt::join(dims, ", "));
+    empty = empty || extent == 0;
+  }
+  std::size_t bytes = dtype_size(static_cast<DType>(dtype));
+  for (const auto extent : empty ? std::span<const std::int64_t>() : dims) {
+    if (static_cast<std::uint64_t>(extent) > reader.remaining() / bytes) {
+      DPIPE_THROW(SerializationError, "corrupt input: a tensor of shape [{}] exceeds the {} bytes left",
+                  fmt::join(dims, ", "), reader.remaining());
+    }
+    bytes *= static_cast<std::size_t>(extent);
+  }
+  Tensor tensor(static_cast<DType>(dtype), std::span<const std::int64_t>(shape.data(), rank));
+  reader.read_bytes(tensor.data(), tensor.nbytes());
+  return tensor;
+}
+
+}  // namespace dpipe
