@@ -48,6 +48,7 @@ void encode_scalar(DType dtype, double value, std::byte* out) {
 
 /// Fills `bytes` bytes at `out` with copies of the element `element` of `size` bytes.
 void fill(std::byte* out, std::size_t bytes, const std::byte* element, std::size_t size) {
+  if (bytes == 0) return;  // `out` may be null: an empty batch tensor has no buffer
   if (std::all_of(element, element + size, [](std::byte b) { return b == std::byte{0}; })) {
     std::memset(out, 0, bytes);
     return;
