@@ -47,7 +47,7 @@ DLPackTensor export_dlpack(std::shared_ptr<void> owner, void* data, DType dtype,
   std::int64_t stride = 1;
   for (std::size_t dim = shape.size(); dim-- > 0;) {
     context->strides[dim] = stride;
-    stride *= shape[dim];
+    stride *= std::max<std::int64_t>(shape[dim], 1);
   }
   DLTensor& tensor = context->managed.dl_tensor;
   tensor.data = data;

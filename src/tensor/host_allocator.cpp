@@ -2,6 +2,7 @@
 // allocator.
 
 #include <bit>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <pthread.h>
@@ -47,6 +48,7 @@ PoolRegistry& registry() {
 /// the largest power of two not above `bytes` (so at most 1/8 more than asked for).
 std::size_t size_class(std::size_t bytes) {
   if (bytes <= 4096) return (bytes + 63) / 64 * 64;
+  if (bytes > std::numeric_limits<std::size_t>::max() / 2) throw std::bad_alloc();
   const std::size_t step = std::bit_floor(bytes) / 8;
   return (bytes + step - 1) / step * step;
 }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
@@ -5,6 +6,22 @@
 #include <dpipe/tensor/tensor.hpp>
 
 namespace dpipe {
+
+namespace detail {
+
+bool shape_fits(std::span<const std::int64_t> shape, std::size_t element_bytes) {
+  // Every extent (0 counting as 1) multiplied together, times the element's bytes, within int64:
+  // the strides, the element count and the byte size then never overflow.
+  std::uint64_t limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / element_bytes;
+  for (const auto extent : shape) {
+    const auto factor = static_cast<std::uint64_t>(std::max<std::int64_t>(extent, 1));
+    if (factor > limit) return false;
+    limit /= factor;
+  }
+  return true;
+}
+
+}  // namespace detail
 
 std::string_view dtype_name(DType dtype) noexcept {
   switch (dtype) {
@@ -51,22 +68,21 @@ Tensor::Tensor(DType dtype, std::span<const std::int64_t> shape, HostAllocatorPt
     DPIPE_THROW(InvalidArgument, "Tensor: {} dimensions, at most {} are supported", shape.size(), kMaxRank);
   }
   rank_ = shape.size();
-  std::size_t count = 1;
   for (std::size_t dim = 0; dim < rank_; ++dim) {
     if (shape[dim] < 0) DPIPE_THROW(InvalidArgument, "Tensor: dimension {} is {}, negative", dim, shape[dim]);
     shape_[dim] = shape[dim];
-    const auto extent = static_cast<std::size_t>(shape[dim]);
-    if (extent != 0 && count > std::numeric_limits<std::size_t>::max() / dtype_size(dtype) / extent) {
-      DPIPE_THROW(InvalidArgument, "Tensor: a shape of {} elements of {} bytes overflows", fmt::join(shape, " x "),
-                  dtype_size(dtype));
-    }
-    count *= extent;
   }
-  numel_ = count;
+  if (!detail::shape_fits(this->shape(), dtype_size(dtype))) {
+    DPIPE_THROW(InvalidArgument, "Tensor: a shape of {} elements of {} bytes overflows", fmt::join(shape, " x "),
+                dtype_size(dtype));
+  }
+  numel_ = 1;
+  for (std::size_t dim = 0; dim < rank_; ++dim) numel_ *= static_cast<std::size_t>(shape_[dim]);
+  // Row-major strides; a dimension of 0 counts as 1, as torch's contiguous strides do.
   std::int64_t stride = 1;
   for (std::size_t dim = rank_; dim-- > 0;) {
     strides_[dim] = stride;
-    stride *= shape_[dim];
+    stride *= std::max<std::int64_t>(shape_[dim], 1);
   }
   storage_ =
       std::make_shared<TensorStorage>(allocator != nullptr ? std::move(allocator) : current_host_allocator(), nbytes());
@@ -139,6 +155,9 @@ Tensor Serializer<Tensor>::read(ByteReader& reader) {
                   fmt::join(dims, ", "), reader.remaining());
     }
     bytes *= static_cast<std::size_t>(extent);
+  }
+  if (!detail::shape_fits(dims, dtype_size(static_cast<DType>(dtype)))) {
+    DPIPE_THROW(SerializationError, "corrupt input: a tensor of shape [{}] overflows", fmt::join(dims, ", "));
   }
   Tensor tensor(static_cast<DType>(dtype), std::span<const std::int64_t>(shape.data(), rank));
   reader.read_bytes(tensor.data(), tensor.nbytes());

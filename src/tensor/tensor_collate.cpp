@@ -1,6 +1,7 @@
 // Stacking the rows of one field into a batch tensor, with padding.
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -44,6 +45,39 @@ void encode_scalar(DType dtype, double value, std::byte* out) {
     case DType::kFloat64:
       return put(value);
   }
+}
+
+/// Whether `value` converts to `dtype` without undefined behaviour (an integer type's range; NaN
+/// only for the floating types).
+bool holds(DType dtype, double value) {
+  const auto within = [&](auto low, auto high) {
+    return !std::isnan(value) && value >= static_cast<double>(low) && value <= static_cast<double>(high);
+  };
+  switch (dtype) {
+    case DType::kBool:
+      return !std::isnan(value);
+    case DType::kUInt8:
+      return within(0, 255);
+    case DType::kInt8:
+      return within(-128, 127);
+    case DType::kUInt16:
+      return within(0, 65535);
+    case DType::kInt16:
+      return within(-32768, 32767);
+    case DType::kUInt32:
+      return within(0, 4294967295.0);
+    case DType::kInt32:
+      return within(-2147483648.0, 2147483647.0);
+    case DType::kUInt64:
+      return within(0, 18446744073709549568.0);  // the largest double below 2^64
+    case DType::kInt64:
+      return within(-9223372036854775808.0, 9223372036854774784.0);  // the largest double below 2^63
+    case DType::kFloat32:
+      return std::isnan(value) || std::isinf(value) || std::fabs(value) <= 3.4028234663852886e38;
+    case DType::kFloat64:
+      return true;
+  }
+  return false;
 }
 
 /// Fills `bytes` bytes at `out` with copies of the element `element` of `size` bytes.
@@ -99,14 +133,18 @@ std::size_t row_elements(const TensorRow& row) {
 
 Tensor stack_rows(std::span<const TensorRow> rows, const StackField& field, Tensor* lengths) {
   const HostAllocatorPtr& allocator = *field.allocator;
-  if (rows.empty()) return Tensor(DType::kUInt8, {0}, allocator);
-  const TensorRow widest = batch_row(rows, field);
+  const TensorRow widest = rows.empty() ? field.empty_row : batch_row(rows, field);
+  if (field.pad && !holds(widest.dtype, *field.pad)) {
+    DPIPE_THROW(InvalidArgument, "tensor_collate<{}>: the pad value {} of field '{}' does not fit its type {}",
+                field.type, *field.pad, field.name, dtype_name(widest.dtype));
+  }
   if (widest.rank == Tensor::kMaxRank) {
     DPIPE_THROW(InvalidArgument, "tensor_collate<{}>: field '{}' has {} dimensions, and a batch adds one (at most {})",
                 field.type, field.name, widest.rank, Tensor::kMaxRank);
   }
   std::array<std::int64_t, Tensor::kMaxRank> shape{};
   shape[0] = static_cast<std::int64_t>(rows.size());
+  if (rows.empty() && field.pad && widest.rank > 0) shape[1] = 0;  // no row to pad to
   std::copy_n(widest.shape.begin(), widest.rank, shape.begin() + 1);
   Tensor batch(widest.dtype, std::span<const std::int64_t>(shape.data(), widest.rank + 1), allocator);
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <dlfcn.h>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -93,6 +94,12 @@ TEST_CASE("Tensor: bad shapes and types are errors") {
                        Catch::Message("Tensor: dimension 1 is -1, negative"));
   CHECK_THROWS_MATCHES(Tensor(DType::kFloat32, {1, 1, 1, 1, 1, 1, 1, 1, 1}), dpipe::InvalidArgument,
                        Catch::Message("Tensor: 9 dimensions, at most 8 are supported"));
+  CHECK_THROWS_MATCHES(Tensor(DType::kUInt8, {std::numeric_limits<std::int64_t>::max(), 2}), dpipe::InvalidArgument,
+                       Catch::Message("Tensor: a shape of 9223372036854775807 x 2 elements of 1 bytes overflows"));
+  CHECK_THROWS_MATCHES(Tensor(DType::kUInt8, {0, std::int64_t{1} << 62, std::int64_t{1} << 62}), dpipe::InvalidArgument,
+                       Catch::Message("Tensor: a shape of 0 x 4611686018427387904 x 4611686018427387904 elements of 1 "
+                                      "bytes overflows"));
+  CHECK(strides_of(Tensor(DType::kInt32, {2, 0, 3})) == std::vector<std::int64_t>{3, 3, 1});
   CHECK_THROWS_MATCHES(
       Tensor(DType::kFloat64, {std::int64_t{1} << 40, std::int64_t{1} << 40}), dpipe::InvalidArgument,
       Catch::Message("Tensor: a shape of 1099511627776 x 1099511627776 elements of 8 bytes overflows"));
@@ -141,6 +148,15 @@ TEST_CASE("Tensor: corrupt encodings are SerializationErrors and allocate nothin
     CHECK_THROWS_MATCHES(
         dpipe::from_bytes<Tensor>(bytes), dpipe::SerializationError,
         Catch::Message("corrupt input: a tensor of shape [1099511627776, 2] exceeds the 4 bytes left"));
+  }
+  SECTION("an empty shape whose strides overflow") {
+    auto empty = dpipe::to_bytes(Tensor(DType::kUInt8, {0, 1, 1}));
+    const std::int64_t huge = std::int64_t{1} << 62;
+    std::memcpy(empty.data() + 11, &huge, sizeof(huge));
+    std::memcpy(empty.data() + 19, &huge, sizeof(huge));
+    CHECK_THROWS_MATCHES(dpipe::from_bytes<Tensor>(empty), dpipe::SerializationError,
+                         Catch::Message("corrupt input: a tensor of shape [0, 4611686018427387904, "
+                                        "4611686018427387904] overflows"));
   }
   SECTION("a negative dimension") {
     const std::int64_t negative = -3;
@@ -252,12 +268,28 @@ TEST_CASE("tensor_collate: rows that differ are errors naming the field the row 
         Catch::Message(
             "tensor_collate<tensor_test::Row>: field 'weight' is a scalar; only fields with dimensions can be padded"));
   }
+  SECTION("a pad value the field's type cannot hold") {
+    CHECK_THROWS_MATCHES(
+        dpipe::tensor_collate<Row>().pad(&Row::rgb, -1)({make_row(1, 2)}), dpipe::InvalidArgument,
+        Catch::Message("tensor_collate<tensor_test::Row>: the pad value -1 of field 'rgb' does not fit "
+                       "its type uint8"));
+  }
   SECTION("an undefined tensor") {
     std::vector<Row> rows{make_row(1, 2)};
     rows[0].feature = Tensor();
     CHECK_THROWS_MATCHES(dpipe::tensor_collate<Row>()(rows), dpipe::InvalidArgument,
                          Catch::Message("tensor_collate: a row holds an undefined Tensor"));
   }
+}
+
+TEST_CASE("tensor_collate: an empty batch has the fields' dtypes and row shapes") {
+  const auto batch = dpipe::tensor_collate<Row>().pad(&Row::tokens, 0)(std::vector<Row>{});
+  CHECK(batch.size() == 0);
+  CHECK(batch[&Row::rgb].describe() == "uint8[0, 3, 2]");
+  CHECK(batch[&Row::weight].describe() == "float32[0]");
+  CHECK(batch[&Row::tokens].describe() == "int32[0, 0]");
+  CHECK(batch.lengths(&Row::tokens).describe() == "int64[0]");
+  CHECK(batch[&Row::feature].describe() == "uint8[0]");
 }
 
 TEST_CASE("tensor_collate: the standard battery of a collate node") {

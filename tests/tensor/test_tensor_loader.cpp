@@ -107,10 +107,12 @@ TEST_CASE("Tensor loader: worker threads collate straight into the loader's allo
 }
 
 TEST_CASE("Tensor loader: a tensor exported with DLPack outlives the batch and the loader", "[mp]") {
+  auto counting = std::make_shared<dpipe::testing::CountingAllocator>();
   DLManagedTensor* managed = nullptr;
   std::vector<std::uint8_t> first_image;
   {
-    DataLoader2<TensorBatch<Sample>> loader(pipeline(), MultiProcessingReadingService({.num_workers = 2}));
+    DataLoader2<TensorBatch<Sample>> loader(
+        pipeline(), MultiProcessingReadingService({.num_workers = 2, .host_allocator = counting}));
     loader.seed(5);
     for (auto& batch : loader) {
       const Tensor& image = batch[&Sample::image];
@@ -120,11 +122,13 @@ TEST_CASE("Tensor loader: a tensor exported with DLPack outlives the batch and t
     }
   }
   REQUIRE(managed != nullptr);
+  CHECK(counting->live == 1);  // the loader and its batches are gone; the export holds its buffer
   CHECK(managed->dl_tensor.shape[0] == static_cast<std::int64_t>(kBatch));
   CHECK(managed->dl_tensor.shape[1] == 3);
   const auto* bytes = static_cast<const std::uint8_t*>(managed->dl_tensor.data);
   CHECK(std::vector<std::uint8_t>(bytes, bytes + first_image.size()) == first_image);
   managed->deleter(managed);
+  CHECK(counting->live == 0);
 }
 
 TEST_CASE("Tensor loader: a checkpoint mid-epoch restores the rest of the tensor batches", "[mp]") {

@@ -101,7 +101,8 @@ struct MultiProcessingOptions {
   /// Tensors (dpipe::Tensor, tensor_collate's batches) reach the trainer in page-locked memory,
   /// ready for an asynchronous device copy: the CUDA runtime's, loaded at initialize()
   /// (cuda_host_allocator(); NotSupportedError there when it cannot pin). Worker threads collate
-  /// straight into it; batches from worker processes are decoded into it, one copy.
+  /// straight into it; batches from worker processes are decoded into it, one copy. A buffer is
+  /// reused once its last tensor goes: keep a tensor until an asynchronous copy from it finished.
   bool pin_memory = false;
   /// The allocator of those tensors instead (an arena, a counting allocator, your framework's);
   /// null: the heap (heap_allocator()). Not with pin_memory.

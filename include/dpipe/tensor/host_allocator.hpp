@@ -55,7 +55,9 @@ using HostAllocatorPtr = std::shared_ptr<HostAllocator>;
 [[nodiscard]] HostAllocatorPtr recycling_allocator(HostAllocatorPtr upstream, std::size_t max_cached_bytes);
 
 /// Page-locked memory from the CUDA runtime (cudaHostAlloc / cudaFreeHost) behind a recycling
-/// pool of 512 MiB, so that pinning costs once per buffer size, not per batch.
+/// pool of 512 MiB, so that pinning costs once per buffer size, not per batch. A freed buffer may
+/// be reused at once: an asynchronous device copy from it must have finished before the last
+/// tensor referring to it goes (dpipe cannot see the CUDA streams that read it).
 ///
 /// The runtime is `library` when not empty, else the environment's DPIPE_CUDA_RUNTIME, else the
 /// first of libcudart.so, libcudart.so.13, .12 and .11.0 that dlopen finds. The allocator pins and

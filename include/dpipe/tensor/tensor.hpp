@@ -26,6 +26,12 @@
 
 namespace dpipe {
 
+namespace detail {
+/// Whether a tensor of `shape` (extents >= 0) with elements of `element_bytes` has strides, an
+/// element count and a byte size that fit in int64 (a 0 extent counts as 1).
+[[nodiscard]] bool shape_fits(std::span<const std::int64_t> shape, std::size_t element_bytes);
+}  // namespace detail
+
 /// A buffer of `bytes` from `allocator`, given back when the last owner lets go. Thread-safety:
 /// immutable after construction.
 class TensorStorage {
@@ -80,7 +86,8 @@ class Tensor {
   [[nodiscard]] DType dtype() const noexcept { return dtype_; }
   [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
   [[nodiscard]] std::span<const std::int64_t> shape() const noexcept { return {shape_.data(), rank_}; }
-  /// Row-major strides, in elements (DLPack's convention).
+  /// Row-major strides, in elements (DLPack's convention); an extent of 0 counts as 1, as in
+  /// torch's contiguous strides.
   [[nodiscard]] std::span<const std::int64_t> strides() const noexcept { return {strides_.data(), rank_}; }
   /// The number of elements (1 for rank 0).
   [[nodiscard]] std::size_t numel() const noexcept { return numel_; }

@@ -14,8 +14,10 @@
 /// Every row of a field must have the same shape (and, for tensors, dtype): a difference throws
 /// InvalidArgument naming the field, the row and both shapes. `pad(&S::field, value)` instead pads
 /// the field's first dimension to the batch's longest row with `value` (converted to the field's
-/// type) and adds a lengths tensor (int64 [batch], each row's own first dimension); the other
-/// dimensions must still agree.
+/// type, which must hold it: -1 for an unsigned field is an InvalidArgument) and adds a lengths
+/// tensor (int64 [batch], each row's own first dimension); the other dimensions must still agree.
+/// An empty batch gives tensors of shape [0, row shape...] of a default-constructed field (a
+/// Tensor field: uint8 [0]).
 ///
 /// The buffers come from `allocator(...)` when given, else from the current_host_allocator() of
 /// the thread that collates: a loader's worker threads and the trainer's thread use the loader's
@@ -58,10 +60,12 @@ struct StackField {
   std::string name;       // the field's name
   std::optional<double> pad;
   const HostAllocatorPtr* allocator = nullptr;  // may point at null: the current allocator
+  TensorRow empty_row{};                        // the row shape and dtype of an empty batch (a default field's)
 };
 
 /// Stacks `rows` into one tensor [rows.size(), shape...]; with `field.pad`, pads the first row
-/// dimension and sets `lengths` (int64 [rows.size()]). Throws InvalidArgument for rows that differ.
+/// dimension and sets `lengths` (int64 [rows.size()]). Throws InvalidArgument for rows that differ,
+/// and for a pad value the field's dtype cannot hold.
 Tensor stack_rows(std::span<const TensorRow> rows, const StackField& field, Tensor* lengths);
 
 /// How a field's value is seen as a row: view(value) and, for messages, the field's kind.
@@ -73,9 +77,14 @@ struct TensorRowOf<T> {
   static TensorRow view(const T& value) { return {dtype_of<T>(), 0, {}, &value}; }
 };
 
+/// The element types of a std::array field: numbers, or std::arrays of them (nested).
+template <class E>
+struct is_array_element : std::bool_constant<tensor_scalar<E>> {};
 template <class E, std::size_t N>
-requires requires(const E& element) { TensorRowOf<E>::view(element); }
-struct TensorRowOf<std::array<E, N>> {
+struct is_array_element<std::array<E, N>> : is_array_element<E> {};
+
+template <class E, std::size_t N>
+requires(is_array_element<E>::value&& N > 0) struct TensorRowOf<std::array<E, N>> {
   static_assert(sizeof(std::array<E, N>) == N * sizeof(E), "a std::array field must be contiguous");
   static TensorRow view(const std::array<E, N>& value) {
     // The element's shape, with the array's extent in front (nested arrays are contiguous).
@@ -234,7 +243,12 @@ class TensorCollate {
     for (std::size_t row = 0; row < rows.size(); ++row) {
       views[row] = detail::TensorRowOf<Field>::view(std::get<I>(rows[row].dpipe_fields()));
     }
-    const detail::StackField field{type_name<S>(), detail::field_name<S>(I), pads_[I], &allocator_};
+    detail::StackField field{type_name<S>(), detail::field_name<S>(I), pads_[I], &allocator_};
+    if constexpr (std::is_same_v<Field, Tensor>) {
+      field.empty_row = {DType::kUInt8, 0, {}, nullptr};  // a default Tensor has no dtype or shape
+    } else {
+      field.empty_row = detail::TensorRowOf<Field>::view(Field{});
+    }
     tensors[I] = detail::stack_rows(views, field, &lengths[I]);
   }
 

@@ -15,7 +15,10 @@
 /// names the ranks whose values did not arrive, so a rank that died is reported by its number;
 /// it deletes each round's keys once every rank collected them. compare_set of a key that holds
 /// nothing with a non-empty `expected` returns nothing, as dpipe::Store says (c10d returns
-/// `expected`). Thread-safety: that of the c10d store (c10d::TCPStore's calls are thread-safe).
+/// `expected`); that answer comes from a second request, so a rank that sets the key in between
+/// may be missed (dpipe's services do not call compare_set). add() of a key holding a non-integer
+/// is c10d's error, a RendezvousError. Thread-safety: that of the c10d store (c10d::TCPStore's
+/// calls are thread-safe).
 
 #include <chrono>
 #include <cstddef>

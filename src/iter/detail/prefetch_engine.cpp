@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <dpipe/iter/detail/prefetch_engine.hpp>
+#include <dpipe/tensor/host_allocator.hpp>
 
 namespace dpipe::detail {
 
@@ -76,7 +77,11 @@ void PrefetchEngine::start() {
     shared.stop = false;
     shared.producing = true;
   }
-  shared.thread = std::thread([&shared] { shared.run(); });
+  // The thread makes its tensors with the allocator of the thread that starts it (the loader's).
+  shared.thread = std::thread([&shared, allocator = current_host_allocator()] {
+    const ScopedHostAllocator scope(allocator);
+    shared.run();
+  });
 }
 
 void PrefetchEngine::stop() noexcept {

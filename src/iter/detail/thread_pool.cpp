@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <dpipe/iter/detail/thread_pool.hpp>
+#include <dpipe/tensor/host_allocator.hpp>
 
 namespace dpipe::detail {
 
@@ -46,7 +47,13 @@ void ThreadPool::submit(PoolTask& task) {
   Shared& shared = *shared_;
   if (shared.workers.empty()) {
     shared.stop = false;
-    for (std::size_t i = 0; i < shared.threads; ++i) shared.workers.emplace_back([&shared, i] { shared.work(i); });
+    // The threads make their tensors with the allocator of the thread that starts them.
+    for (std::size_t i = 0; i < shared.threads; ++i) {
+      shared.workers.emplace_back([&shared, i, allocator = current_host_allocator()] {
+        const ScopedHostAllocator scope(allocator);
+        shared.work(i);
+      });
+    }
   }
   {
     const std::scoped_lock lock(shared.mutex);
