@@ -33,27 +33,29 @@ inline Tensor make_tensor_buffer(std::uint32_t id) {
 inline std::span<const std::uint8_t> bytes_of(const std::vector<std::uint8_t>& buffer) { return buffer; }
 inline std::span<const std::uint8_t> bytes_of(const Tensor& buffer) { return buffer.values<std::uint8_t>(); }
 
-/// Bytes/s of an epoch of `loader`, whose elements are `count` buffers in id order, best of
-/// `repeats`; clears `ok` on wrong output.
+/// Reads an epoch of `loader`, whose elements are `count` buffers in id order; clears `ok` on
+/// wrong output. Returns the buffers read.
+template <class T>
+std::uint64_t read_buffers(DataLoader2<T>& loader, std::size_t count, bool& ok) {
+  std::uint64_t seen = 0;
+  std::uint32_t expected_id = 0;
+  for (const auto& element : loader) {
+    const auto bytes = bytes_of(element);
+    ok = ok && bytes.size() == kBufferBytes && bytes.front() == static_cast<std::uint8_t>(expected_id & 0xFF) &&
+         bytes.back() == bytes.front();
+    ++expected_id;
+    ++seen;
+  }
+  ok = ok && seen == count;
+  return seen;
+}
+
+/// Bytes/s of an epoch of read_buffers(), best of `repeats`.
 template <class T>
 double buffer_rate(DataLoader2<T>& loader, std::size_t count, int repeats, bool& ok) {
   std::uint64_t elements = 0;
   const double seconds = best_seconds(
-      repeats,
-      [&] {
-        std::uint64_t seen = 0;
-        std::uint32_t expected_id = 0;
-        for (const auto& element : loader) {
-          const auto bytes = bytes_of(element);
-          ok = ok && bytes.size() == kBufferBytes && bytes.front() == static_cast<std::uint8_t>(expected_id & 0xFF) &&
-               bytes.back() == bytes.front();
-          ++expected_id;
-          ++seen;
-        }
-        ok = ok && seen == count;
-        return seen;
-      },
-      elements);
+      repeats, [&] { return read_buffers(loader, count, ok); }, elements);
   return static_cast<double>(elements * kBufferBytes) / seconds;
 }
 

@@ -1,12 +1,15 @@
 // Batches as tensors: samples with an image, a label and a variable-length list of tokens become
 // one contiguous tensor per field (the tokens padded, with their lengths), made in 2 worker
 // processes and decoded straight into the trainer's allocator, then handed to a consumer through
-// DLPack without a copy. With pin_memory, the same batches arrive in page-locked memory where the
-// CUDA runtime is installed; without one the loader says so.
+// DLPack without a copy. Large frames go through tensor_batch: each is copied into its batch as it
+// comes, in the worker's tensor arena, and the trainer's tensors are the worker's memory (no copy
+// at all). With pin_memory, the same batches arrive in page-locked memory where the CUDA runtime is
+// installed; without one the loader says so.
 
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <dpipe/dpipe.hpp>
@@ -30,6 +33,28 @@ Sample make_sample(int id) {
   sample.tokens.assign(static_cast<std::size_t>(1 + id % 4), id);
   return sample;
 }
+
+// [frames]
+struct Frame {
+  dpipe::Tensor pixels;  // uint8 [3, 256, 256]: 192 KiB, made in the worker's tensor arena
+  std::int64_t id = 0;
+  DPIPE_FIELDS(pixels, id)
+};
+
+Frame make_frame(int id) {
+  Frame frame{dpipe::Tensor(dpipe::DType::kUInt8, {3, 256, 256}), id};
+  for (auto& pixel : frame.pixels.values<std::uint8_t>()) pixel = static_cast<std::uint8_t>(id);
+  return frame;
+}
+
+dpipe::IterPipe<dpipe::TensorBatch<Frame>> frame_batches() {
+  std::vector<int> ids(64);
+  std::iota(ids.begin(), ids.end(), 0);
+  // batch(32) and collate(tensor_collate) in one node: a batch never holds its 32 frames at once.
+  return dpipe::iter::from(ids).sharding_filter().map(make_frame) |
+         dpipe::iter::tensor_batch(32, dpipe::tensor_collate<Frame>());
+}
+// [frames]
 
 // [pipeline]
 dpipe::IterPipe<dpipe::TensorBatch<Sample>> batches() {
@@ -81,6 +106,18 @@ int main() {
   // [loop]
   std::printf("%zu batches, %zu exported without a copy, pixel sum %llu\n", count, shared,
               static_cast<unsigned long long>(pixels));
+
+  // [arena]
+  dpipe::DataLoader2<dpipe::TensorBatch<Frame>> frames(frame_batches(),
+                                                       dpipe::MultiProcessingReadingService({.num_workers = 2}));
+  std::size_t in_arena = 0;
+  for (const auto& batch : frames) {
+    // The batch's pixels lie in the shared memory of the worker that made them: no copy.
+    const std::string where = batch[&Frame::pixels].storage()->allocator()->name();
+    if (where.starts_with("tensor arena of worker process")) ++in_arena;
+  }
+  std::printf("frame batches made in the workers' tensor arenas: %zu of 2\n", in_arena);
+  // [arena]
 
   // [pinned]
   try {

@@ -31,12 +31,12 @@
 #include <dpipe/distributed/launch_environment.hpp>
 #include <dpipe/distributed/store.hpp>
 #include <dpipe/distributed/tcp_store.hpp>
+#include <dpipe/global/global_pipe.hpp>
 #include <dpipe/graph/background.hpp>
 #include <dpipe/graph/dispatch.hpp>
 #include <dpipe/graph/dot.hpp>
 #include <dpipe/graph/graph.hpp>
 #include <dpipe/graph/linter.hpp>
-#include <dpipe/global/global_pipe.hpp>
 #include <dpipe/graph/pipeline_record.hpp>
 #include <dpipe/graph/settings.hpp>
 #include <dpipe/graph/state.hpp>
@@ -95,4 +95,5 @@
 #include <dpipe/tensor/dtype.hpp>
 #include <dpipe/tensor/host_allocator.hpp>
 #include <dpipe/tensor/tensor.hpp>
+#include <dpipe/tensor/tensor_batch.hpp>
 #include <dpipe/tensor/tensor_collate.hpp>

@@ -101,9 +101,10 @@ DataPipePtr MultiProcessingReadingService::initialize(DataPipePtr graph) { retur
 DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail::mp::GroupState* saved) {
   if (end_) DPIPE_THROW(UsageError, "MultiProcessingReadingService: initialize() was already called");
   if (options_.pin_memory && options_.host_allocator != nullptr) {
-    DPIPE_THROW(InvalidArgument,
-                "MultiProcessingReadingService: pin_memory and host_allocator were both set; pass a pinned allocator as "
-                "host_allocator, or set pin_memory alone");
+    DPIPE_THROW(
+        InvalidArgument,
+        "MultiProcessingReadingService: pin_memory and host_allocator were both set; pass a pinned allocator as "
+        "host_allocator, or set pin_memory alone");
   }
   allocator_ = options_.pin_memory ? cuda_host_allocator() : options_.host_allocator;
   if (options_.num_workers == 0) {
@@ -128,16 +129,20 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
                  std::ranges::any_of(syncing, [](const auto& node) { return node->joined(); });
 
   detail::mp::GroupPlan plan;
-  plan.config = detail::mp::GroupConfig{.num_workers = options_.num_workers,
-                                        .worker_prefetch_cnt = options_.worker_prefetch_cnt,
-                                        .main_prefetch_cnt = options_.main_prefetch_cnt,
-                                        .queue_bytes = options_.queue_bytes,
-                                        .timeout = options_.timeout,
-                                        .stall_warning = options_.stall_warning,
-                                        .worker_init_fn = options_.worker_init_fn,
-                                        .worker_reset_fn = options_.worker_reset_fn,
-                                        .threads = threads,
-                                        .host_allocator = allocator_};
+  plan.config = detail::mp::GroupConfig{
+      .num_workers = options_.num_workers,
+      .worker_prefetch_cnt = options_.worker_prefetch_cnt,
+      .main_prefetch_cnt = options_.main_prefetch_cnt,
+      .queue_bytes = options_.queue_bytes,
+      .timeout = options_.timeout,
+      .stall_warning = options_.stall_warning,
+      .worker_init_fn = options_.worker_init_fn,
+      .worker_reset_fn = options_.worker_reset_fn,
+      .threads = threads,
+      .host_allocator = allocator_,
+      .tensor_arena_bytes = threads || allocator_ != nullptr
+                                ? 0
+                                : options_.tensor_arena_bytes.value_or(std::size_t{4} * options_.queue_bytes)};
   auto split = split_for_workers(std::move(graph));
   if (!threads) {
     if (split.dispatched) require_encodable(split.dispatched, "the output of the dispatching process");

@@ -1,8 +1,6 @@
 // The heap allocator, the recycling pool in front of any allocator, and the calling thread's current
 // allocator.
 
-#include <bit>
-#include <limits>
 #include <mutex>
 #include <new>
 #include <pthread.h>
@@ -13,6 +11,8 @@
 
 #include <dpipe/core/error.hpp>
 #include <dpipe/tensor/host_allocator.hpp>
+
+#include "tensor/size_class.hpp"
 
 namespace dpipe {
 
@@ -42,15 +42,6 @@ struct PoolRegistry {
 PoolRegistry& registry() {
   static auto* const instance = new PoolRegistry;
   return *instance;
-}
-
-/// The size class of `bytes`: a multiple of 64 up to 4 KiB, above it a multiple of an eighth of
-/// the largest power of two not above `bytes` (so at most 1/8 more than asked for).
-std::size_t size_class(std::size_t bytes) {
-  if (bytes <= 4096) return (bytes + 63) / 64 * 64;
-  if (bytes > std::numeric_limits<std::size_t>::max() / 2) throw std::bad_alloc();
-  const std::size_t step = std::bit_floor(bytes) / 8;
-  return (bytes + step - 1) / step * step;
 }
 
 class RecyclingPool final : public HostAllocator {
@@ -83,7 +74,7 @@ class RecyclingPool final : public HostAllocator {
   RecyclingPool& operator=(const RecyclingPool&) = delete;
 
   void* allocate(std::size_t bytes) override {
-    const std::size_t size = size_class(bytes);
+    const std::size_t size = detail::size_class(bytes);
     {
       const std::lock_guard lock(mutex_);
       if (const auto found = free_.find(size); found != free_.end() && !found->second.empty()) {
@@ -97,7 +88,7 @@ class RecyclingPool final : public HostAllocator {
   }
 
   void deallocate(void* data, std::size_t bytes) noexcept override {
-    const std::size_t size = size_class(bytes);
+    const std::size_t size = detail::size_class(bytes);
     {
       const std::lock_guard lock(mutex_);
       if (cached_bytes_ + size <= max_cached_bytes_) {

@@ -5,6 +5,8 @@
 
 #include <dpipe/tensor/tensor.hpp>
 
+#include "tensor/tensor_arena.hpp"
+
 namespace dpipe {
 
 namespace detail {
@@ -56,13 +58,38 @@ TensorStorage::TensorStorage(HostAllocatorPtr allocator, std::size_t bytes)
   if (bytes_ != 0) data_ = allocator_->allocate(bytes_);
 }
 
+TensorStorage::TensorStorage(HostAllocatorPtr allocator, void* data, std::size_t bytes)
+    : allocator_(std::move(allocator)), bytes_(data != nullptr ? bytes : 0), data_(data) {
+  if (allocator_ == nullptr) DPIPE_THROW(InvalidArgument, "TensorStorage: the allocator is null");
+}
+
 TensorStorage::~TensorStorage() {
   if (data_ != nullptr) allocator_->deallocate(data_, bytes_);
 }
 
 Tensor::Tensor(DType dtype, std::span<const std::int64_t> shape, HostAllocatorPtr allocator) : dtype_(dtype) {
-  if (static_cast<std::uint8_t>(dtype) >= kDTypeCount) {
-    DPIPE_THROW(InvalidArgument, "Tensor: {} is not a DType", static_cast<unsigned>(dtype));
+  set_shape(shape);
+  storage_ =
+      std::make_shared<TensorStorage>(allocator != nullptr ? std::move(allocator) : current_host_allocator(), nbytes());
+}
+
+Tensor Tensor::from_storage(DType dtype, std::span<const std::int64_t> shape, std::shared_ptr<TensorStorage> storage) {
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.set_shape(shape);
+  if (storage == nullptr) DPIPE_THROW(InvalidArgument, "Tensor: the storage is null");
+  tensor.storage_ = std::move(storage);
+  if (tensor.storage_->bytes() < tensor.nbytes()) {
+    const std::size_t bytes = tensor.storage_->bytes();
+    DPIPE_THROW(InvalidArgument, "Tensor: a storage of {} bytes cannot hold {} ({} bytes)", bytes, tensor.describe(),
+                tensor.nbytes());
+  }
+  return tensor;
+}
+
+void Tensor::set_shape(std::span<const std::int64_t> shape) {
+  if (static_cast<std::uint8_t>(dtype_) >= kDTypeCount) {
+    DPIPE_THROW(InvalidArgument, "Tensor: {} is not a DType", static_cast<unsigned>(dtype_));
   }
   if (shape.size() > kMaxRank) {
     DPIPE_THROW(InvalidArgument, "Tensor: {} dimensions, at most {} are supported", shape.size(), kMaxRank);
@@ -72,9 +99,9 @@ Tensor::Tensor(DType dtype, std::span<const std::int64_t> shape, HostAllocatorPt
     if (shape[dim] < 0) DPIPE_THROW(InvalidArgument, "Tensor: dimension {} is {}, negative", dim, shape[dim]);
     shape_[dim] = shape[dim];
   }
-  if (!detail::shape_fits(this->shape(), dtype_size(dtype))) {
+  if (!detail::shape_fits(this->shape(), dtype_size(dtype_))) {
     DPIPE_THROW(InvalidArgument, "Tensor: a shape of {} elements of {} bytes overflows", fmt::join(shape, " x "),
-                dtype_size(dtype));
+                dtype_size(dtype_));
   }
   numel_ = 1;
   for (std::size_t dim = 0; dim < rank_; ++dim) numel_ *= static_cast<std::size_t>(shape_[dim]);
@@ -84,8 +111,6 @@ Tensor::Tensor(DType dtype, std::span<const std::int64_t> shape, HostAllocatorPt
     strides_[dim] = stride;
     stride *= std::max<std::int64_t>(shape_[dim], 1);
   }
-  storage_ =
-      std::make_shared<TensorStorage>(allocator != nullptr ? std::move(allocator) : current_host_allocator(), nbytes());
 }
 
 Tensor Tensor::clone(HostAllocatorPtr allocator) const {
@@ -124,30 +149,80 @@ void Tensor::require_elements(std::size_t count) const {
   }
 }
 
+namespace {
+
+/// What the first byte of a tensor's encoding says follows.
+enum class Encoded : std::uint8_t {
+  kUndefined = 0,
+  kBytes = 1,      // the dtype, the shape and the bytes
+  kReference = 2,  // the dtype, the shape, an arena's id and a block's offset (a worker's tensor)
+};
+
+/// The tensor arena `tensor` lies in when this thread hands tensors over, else null.
+detail::TensorArena* handover_arena(const Tensor& tensor) {
+  auto* scope = detail::TensorHandoverScope::current();
+  if (scope == nullptr || scope->arena() == nullptr || tensor.nbytes() == 0) return nullptr;
+  return scope->arena()->starts_block(tensor.data()) ? scope->arena() : nullptr;
+}
+
+}  // namespace
+
 void Serializer<Tensor>::write(ByteWriter& writer, const Tensor& tensor) {
-  writer.write(tensor.defined());
-  if (!tensor.defined()) return;
+  if (!tensor.defined()) {
+    writer.write(Encoded::kUndefined);
+    return;
+  }
+  auto* arena = handover_arena(tensor);
+  writer.write(arena != nullptr ? Encoded::kReference : Encoded::kBytes);
   writer.write(static_cast<std::uint8_t>(tensor.dtype()));
   writer.write(static_cast<std::uint8_t>(tensor.rank()));
   writer.write_bytes(tensor.shape().data(), tensor.rank() * sizeof(std::int64_t));
-  writer.write_bytes(tensor.data(), tensor.nbytes());
+  if (arena == nullptr) {
+    writer.write_bytes(tensor.data(), tensor.nbytes());
+    return;
+  }
+  writer.write(arena->id());
+  writer.write(arena->hand_over(tensor.data()));
+  detail::TensorHandoverScope::current()->count_referenced(tensor.nbytes());
 }
 
 Tensor Serializer<Tensor>::read(ByteReader& reader) {
-  if (!reader.read<bool>()) return {};
+  const auto encoded = reader.read<std::uint8_t>();
+  if (encoded == static_cast<std::uint8_t>(Encoded::kUndefined)) return {};
+  if (encoded != static_cast<std::uint8_t>(Encoded::kBytes) &&
+      encoded != static_cast<std::uint8_t>(Encoded::kReference)) {
+    DPIPE_THROW(SerializationError, "corrupt input: {} does not start a tensor", encoded);
+  }
   const auto dtype = reader.read<std::uint8_t>();
   const auto rank = reader.read<std::uint8_t>();
   if (dtype >= kDTypeCount) DPIPE_THROW(SerializationError, "corrupt input: {} is not a tensor dtype", dtype);
   if (rank > Tensor::kMaxRank) DPIPE_THROW(SerializationError, "corrupt input: a tensor of {} dimensions", rank);
   std::array<std::int64_t, Tensor::kMaxRank> shape{};
   reader.read_bytes(shape.data(), rank * sizeof(std::int64_t));
-  // Checks the size against the input before allocating: a corrupt shape must not allocate.
   const std::span<const std::int64_t> dims(shape.data(), rank);
-  bool empty = false;
   for (const auto extent : dims) {
     if (extent < 0) DPIPE_THROW(SerializationError, "corrupt input: a tensor of shape [{}]", fmt::join(dims, ", "));
-    empty = empty || extent == 0;
   }
+  if (!detail::shape_fits(dims, dtype_size(static_cast<DType>(dtype)))) {
+    DPIPE_THROW(SerializationError, "corrupt input: a tensor of shape [{}] overflows", fmt::join(dims, ", "));
+  }
+  if (encoded == static_cast<std::uint8_t>(Encoded::kReference)) {
+    const auto arena_id = reader.read<std::uint64_t>();
+    const auto offset = reader.read<std::uint64_t>();
+    const auto arena = detail::find_tensor_arena(arena_id);
+    if (arena == nullptr) {
+      DPIPE_THROW(SerializationError,
+                  "a tensor of shape [{}] in the tensor arena of a worker process that this process does not map "
+                  "(its loader is gone, or the bytes come from another process)",
+                  fmt::join(dims, ", "));
+    }
+    std::size_t bytes = dtype_size(static_cast<DType>(dtype));
+    for (const auto extent : dims) bytes *= static_cast<std::size_t>(extent);
+    return Tensor::from_storage(static_cast<DType>(dtype), dims, arena->adopt(offset, bytes));
+  }
+  // Checks the size against the input before allocating: a corrupt shape must not allocate.
+  bool empty = false;
+  for (const auto extent : dims) empty = empty || extent == 0;
   std::size_t bytes = dtype_size(static_cast<DType>(dtype));
   for (const auto extent : empty ? std::span<const std::int64_t>() : dims) {
     if (static_cast<std::uint64_t>(extent) > reader.remaining() / bytes) {
@@ -156,10 +231,7 @@ Tensor Serializer<Tensor>::read(ByteReader& reader) {
     }
     bytes *= static_cast<std::size_t>(extent);
   }
-  if (!detail::shape_fits(dims, dtype_size(static_cast<DType>(dtype)))) {
-    DPIPE_THROW(SerializationError, "corrupt input: a tensor of shape [{}] overflows", fmt::join(dims, ", "));
-  }
-  Tensor tensor(static_cast<DType>(dtype), std::span<const std::int64_t>(shape.data(), rank));
+  Tensor tensor(static_cast<DType>(dtype), dims);
   reader.read_bytes(tensor.data(), tensor.nbytes());
   return tensor;
 }

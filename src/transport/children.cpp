@@ -70,7 +70,7 @@ pid_t fork_child(const std::function<int()>& body) {
 void Children::start(std::string name, const MakeChild& make) {
   const pid_t pid = fork_child([&] {
     // The forking thread's allocator may be pinned memory, which a child cannot use: its tensors are
-    // encoded and freed, so the heap serves.
+    // encoded and freed, so the heap serves (a worker with a tensor arena makes its own current).
     const ScopedHostAllocator allocator(heap_allocator());
     try {
       return make()->run();

@@ -70,6 +70,7 @@ void RecordStream::assemble(const Endpoint& endpoint, RingReader::Record first, 
     part = wait_record(endpoint);
     out.insert(out.end(), part.payload.begin(), part.payload.end());
   }
+  // Held before released: the writer never sees the element leave its count in between.
   if (hold && part.kind == RecordKind::kElement) reader_.hold(out.size());
   release(part);
 }
@@ -139,6 +140,13 @@ void RecordStream::drain_until_paused(const Endpoint& endpoint, std::uint64_t ge
     }
     Stored stored{record.kind, {}};
     assemble(endpoint, record, stored.bytes, link_.count_stored);
+    const std::size_t held = stored.bytes.size();
+    store_plain(stored);
+    if (link_.count_stored && stored.kind == RecordKind::kElement && stored.bytes.size() != held) {
+      // Counted at its new size before the old one goes, so the count never drops in between.
+      reader_.hold(stored.bytes.size());
+      if (reader_.let_go(held)) link_.writer_bell->ring();
+    }
     stored_.push_back(std::move(stored));
   }
 }
@@ -150,9 +158,37 @@ RecordKind RecordStream::read_reply(const Endpoint& endpoint, std::vector<std::b
   return kind;
 }
 
+void RecordStream::discard(RecordKind kind, std::span<const std::byte> payload) const noexcept {
+  if (kind != RecordKind::kElement) return;
+  if (link_.handoff != nullptr) {
+    link_.handoff->discard(payload);
+    return;
+  }
+  if (link_.arena_elements == nullptr) return;
+  try {
+    // Decoding adopts the blocks the element refers to; dropping it gives them back.
+    link_.arena_elements->discard(link_.arena_elements->adopt(payload));
+  } catch (...) {
+    // An element that does not decode refers to no block this reader could give back.
+  }
+}
+
+void RecordStream::store_plain(Stored& stored) const {
+  if (stored.kind != RecordKind::kElement || link_.arena_elements == nullptr) return;
+  const auto handle = link_.arena_elements->adopt(stored.bytes);
+  try {
+    stored.bytes = link_.arena_elements->encode(handle);
+  } catch (...) {
+    link_.arena_elements->discard(handle);
+    throw;
+  }
+  link_.arena_elements->discard(handle);
+}
+
 void RecordStream::reset() noexcept {
   for (const auto& stored : stored_) {
-    discard(stored.kind, stored.bytes);
+    // Stored elements hold plain bytes (store_plain()): only handles need discarding.
+    if (link_.handoff != nullptr) discard(stored.kind, stored.bytes);
     let_go(stored);
   }
   stored_.clear();

@@ -65,6 +65,11 @@ struct StreamLink {
   /// dispatching process deals in strict turn and bounds what lags with its spill limit, and
   /// counting there stalls its deal (the dispatching restore sweep hangs).
   bool count_stored = true;
+  /// A worker process with a tensor arena: its elements may hold references to the arena's
+  /// blocks, each of which must be decoded exactly once (see src/tensor/tensor_arena.hpp). The
+  /// reader decodes, with this type's handles, the elements it drops, and turns those it stores
+  /// into plain encodings. Null otherwise.
+  const ElementHandoff* arena_elements = nullptr;
 };
 
 /// Thread-safety: one reading thread.
@@ -143,10 +148,12 @@ class RecordStream {
   void adopt_elements(const std::string& scope, std::vector<Stored>& records) const;
   /// Stops counting a stored element held against the writer's budget.
   void let_go(const Stored& stored) noexcept;
-  /// Frees the element a record of `kind` holds, when it is a handle nobody will take.
-  void discard(RecordKind kind, std::span<const std::byte> payload) const noexcept {
-    if (kind == RecordKind::kElement && link_.handoff != nullptr) link_.handoff->discard(payload);
-  }
+  /// Frees the element a record of `kind` holds, when it is a handle nobody will take, or gives
+  /// back the arena blocks it refers to.
+  void discard(RecordKind kind, std::span<const std::byte> payload) const noexcept;
+  /// A stored element with plain bytes for one that may refer to arena blocks (it is stored for a
+  /// checkpoint, whose bytes must stand alone).
+  void store_plain(Stored& stored) const;
 
   StreamLink link_;
   RingReader reader_;

@@ -84,6 +84,15 @@ void RingSink::end() {
 
 void RingSink::end_handle(std::uint64_t held_bytes) {
   end();
+  count_held(held_bytes);
+}
+
+void RingSink::end_referencing(std::uint64_t referenced_bytes) {
+  end();
+  count_held(held_record_bytes(last_element_) + referenced_bytes);  // end() totalled the element's parts
+}
+
+void RingSink::count_held(std::uint64_t held_bytes) {
   if (!counting_held_) return;
   held_.push_back(held_bytes);
   held_total_ += held_bytes;

@@ -41,6 +41,9 @@ class RingSink final : public ElementSink, private ByteSink {
   /// end(), counting `held_bytes` for the element while it is in flight once count_held_bytes()
   /// was called.
   void end_handle(std::uint64_t held_bytes) override;
+  /// end(), counting the element's record and `referenced_bytes` (the memory it refers to outside
+  /// the ring, a tensor arena's blocks) while it is in flight once count_held_bytes() was called.
+  void end_referencing(std::uint64_t referenced_bytes);
 
   /// From now on, counts what the handed-over elements in flight hold, by their end_handle()
   /// counts: a sink of handles, whose ring says nothing of the elements' size.
@@ -90,6 +93,8 @@ class RingSink final : public ElementSink, private ByteSink {
   };
 
   void write(const void* data, std::size_t size) override;
+  /// Counts `held_bytes` for the element just ended, once count_held_bytes() was called.
+  void count_held(std::uint64_t held_bytes);
   /// Claims room for at least `min_payload` bytes: waiting for the reader when blocking; false
   /// when a spilling sink has no room now.
   bool claim(std::size_t min_payload);

@@ -167,6 +167,70 @@ TEST_CASE("Tensor: corrupt encodings are SerializationErrors and allocate nothin
   CHECK(counting->allocations == 0);
 }
 
+TEST_CASE("Tensor: a reference to a tensor arena this process does not map is a SerializationError") {
+  // What a worker process writes for a tensor in its arena: kReference, the dtype, the shape, the
+  // arena's id and the block's offset. No arena of this process has id 7.
+  std::vector<std::byte> reference;
+  dpipe::ByteWriter writer(reference);
+  writer.write(std::uint8_t{2});
+  writer.write(static_cast<std::uint8_t>(DType::kUInt8));
+  writer.write(std::uint8_t{1});
+  writer.write(std::int64_t{4});
+  writer.write(std::uint64_t{7});
+  writer.write(std::uint64_t{64});
+  CHECK_THROWS_MATCHES(dpipe::from_bytes<Tensor>(reference), dpipe::SerializationError,
+                       Catch::Message("a tensor of shape [4] in the tensor arena of a worker process that this process "
+                                      "does not map (its loader is gone, or the bytes come from another process)"));
+  auto bytes = dpipe::to_bytes(Tensor::from<std::uint8_t>({1, 2}));
+  bytes[0] = std::byte{9};
+  CHECK_THROWS_MATCHES(dpipe::from_bytes<Tensor>(bytes), dpipe::SerializationError,
+                       Catch::Message("corrupt input: 9 does not start a tensor"));
+}
+
+TEST_CASE("Tensor: a tensor over a storage of your own shares it and gives it back once") {
+  auto counting = std::make_shared<dpipe::testing::CountingAllocator>();
+  {
+    auto storage = std::make_shared<dpipe::TensorStorage>(counting, counting->allocate(64), 64);
+    const auto tensor = Tensor::from_storage(DType::kInt32, std::array<std::int64_t, 2>{4, 4}, storage);
+    CHECK(tensor.data() == storage->data());
+    CHECK(tensor.storage() == storage);
+    CHECK(strides_of(tensor) == std::vector<std::int64_t>{4, 1});
+    CHECK_THROWS_MATCHES(Tensor::from_storage(DType::kInt64, std::array<std::int64_t, 1>{9}, storage),
+                         dpipe::InvalidArgument,
+                         Catch::Message("Tensor: a storage of 64 bytes cannot hold int64[9] (72 bytes)"));
+    CHECK_THROWS_MATCHES(Tensor::from_storage(DType::kInt64, std::array<std::int64_t, 1>{1}, nullptr),
+                         dpipe::InvalidArgument, Catch::Message("Tensor: the storage is null"));
+    CHECK_THROWS_MATCHES(dpipe::TensorStorage(nullptr, nullptr, 0), dpipe::InvalidArgument,
+                         Catch::Message("TensorStorage: the allocator is null"));
+    CHECK(counting->live == 1);
+  }
+  CHECK(counting->allocations == 1);
+  CHECK(counting->live == 0);
+}
+
+TEST_CASE("tensor_collate: a batch past the caches is written with streaming stores byte for byte") {
+  // Three rows of 3 MiB and 5 bytes: a batch of over 8 MiB, whose rows 1 and 2 start unaligned.
+  constexpr std::int64_t kRowBytes = (std::int64_t{3} << 20) + 5;
+  struct Blob {
+    Tensor bytes;
+    DPIPE_FIELDS(bytes)
+  };
+  std::vector<Blob> rows;
+  std::vector<std::uint8_t> expected;
+  for (int row = 0; row < 3; ++row) {
+    Blob blob{Tensor(DType::kUInt8, {kRowBytes})};
+    auto values = blob.bytes.values<std::uint8_t>();
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<std::uint8_t>(i * 7 + static_cast<std::size_t>(row) * 13);
+    expected.insert(expected.end(), values.begin(), values.end());
+    rows.push_back(std::move(blob));
+  }
+  const auto batch = dpipe::tensor_collate<Blob>()(rows);
+  const Tensor& stacked = batch[&Blob::bytes];
+  CHECK(shape_of(stacked) == std::vector<std::int64_t>{3, kRowBytes});
+  CHECK(values_of<std::uint8_t>(stacked) == expected);
+}
+
 TEST_CASE("tensor_collate: each field kind stacks into one aligned buffer") {
   const std::vector<Row> rows{make_row(1, 2), make_row(2, 2), make_row(3, 2)};
   const auto batch = dpipe::tensor_collate<Row>()(rows);
@@ -331,6 +395,79 @@ TEST_CASE("tensor_collate: the standard battery of a collate node") {
                           std::vector<Tensor>{Tensor(), Tensor(), Tensor::from<std::int64_t>(lengths), Tensor()});
   }
   dpipe::testing::check_battery(make, expected, 4);
+}
+
+TEST_CASE("tensor_batch: the standard battery gives the batches of batch and tensor_collate") {
+  std::vector<Row> rows;
+  for (int id = 0; id < 10; ++id) rows.push_back(make_row(id, 2));
+  for (const bool drop_last : {false, true}) {
+    INFO("drop_last " << drop_last);
+    const auto two_nodes =
+        dpipe::testing::collect(dpipe::iter::from(rows).batch(3, drop_last).collate(dpipe::tensor_collate<Row>()));
+    REQUIRE(two_nodes.size() == (drop_last ? 3U : 4U));
+    CHECK(two_nodes.back().size() == (drop_last ? 3U : 1U));
+    const auto make = [rows, drop_last] {
+      return dpipe::iter::from(rows) | dpipe::iter::tensor_batch(3, dpipe::tensor_collate<Row>(), drop_last);
+    };
+    dpipe::testing::check_battery(make, two_nodes, two_nodes.size());
+  }
+}
+
+TEST_CASE("tensor_batch: a padded field gathers the batch first and pads as tensor_collate does") {
+  std::vector<Row> rows;
+  for (int id = 0; id < 7; ++id) rows.push_back(make_row(id, static_cast<std::size_t>(id % 3)));
+  const auto collate = dpipe::tensor_collate<Row>().pad(&Row::tokens, -1);
+  const auto two_nodes = dpipe::testing::collect(dpipe::iter::from(rows).batch(4).collate(collate));
+  REQUIRE(two_nodes.size() == 2);
+  CHECK(dpipe::testing::collect(dpipe::iter::from(rows) | dpipe::iter::tensor_batch(4, collate)) == two_nodes);
+}
+
+TEST_CASE("tensor_batch: a row that differs is tensor_collate's error and the next batch starts after its batch") {
+  std::vector<Row> rows;
+  for (int id = 0; id < 9; ++id) rows.push_back(make_row(id, 2));
+  rows[4].tokens.push_back(7);  // row 1 of the second batch
+  const auto pipe = dpipe::iter::from(rows) | dpipe::iter::tensor_batch(3, dpipe::tensor_collate<Row>());
+  auto& node = *pipe.ptr();
+  node.reset();
+  CHECK(node.next()->size() == 3);
+  CHECK_THROWS_MATCHES(
+      node.next(), dpipe::InvalidArgument,
+      Catch::Message("tensor_collate<tensor_test::Row>: field 'tokens' of row 1 has shape [3], row 0 has shape [2]; "
+                     "the rows of a batch must have the same shape, or pad the field with "
+                     "tensor_collate<tensor_test::Row>().pad(&tensor_test::Row::tokens, value)"));
+  // batch() took the whole second batch before the collate failed: so does tensor_batch.
+  CHECK(node.next() == dpipe::tensor_collate<Row>()({rows[6], rows[7], rows[8]}));
+  CHECK_FALSE(node.next().has_value());
+}
+
+TEST_CASE("tensor_batch: a batch past the caches and a short last batch hold the samples byte for byte") {
+  // Rows of 1 MiB and 3 bytes: batches of 9 are streamed past the caches; the last has 2 rows.
+  constexpr std::int64_t kRowBytes = (std::int64_t{1} << 20) + 3;
+  struct Blob {
+    Tensor bytes;
+    std::int32_t id = 0;
+    DPIPE_FIELDS(bytes, id)
+  };
+  std::vector<Blob> rows;
+  std::vector<std::uint8_t> expected;
+  for (int row = 0; row < 11; ++row) {
+    Blob blob{Tensor(DType::kUInt8, {kRowBytes}), row};
+    auto values = blob.bytes.values<std::uint8_t>();
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<std::uint8_t>(i * 3 + static_cast<std::size_t>(row) * 11);
+    expected.insert(expected.end(), values.begin(), values.end());
+    rows.push_back(std::move(blob));
+  }
+  const auto batches =
+      dpipe::testing::collect(dpipe::iter::from(rows) | dpipe::iter::tensor_batch(9, dpipe::tensor_collate<Blob>()));
+  REQUIRE(batches.size() == 2);
+  CHECK(shape_of(batches[0][&Blob::bytes]) == std::vector<std::int64_t>{9, kRowBytes});
+  CHECK(shape_of(batches[1][&Blob::bytes]) == std::vector<std::int64_t>{2, kRowBytes});
+  CHECK(values_of<std::int32_t>(batches[1][&Blob::id]) == std::vector<std::int32_t>{9, 10});
+  std::vector<std::uint8_t> got = values_of<std::uint8_t>(batches[0][&Blob::bytes]);
+  const auto last = values_of<std::uint8_t>(batches[1][&Blob::bytes]);
+  got.insert(got.end(), last.begin(), last.end());
+  CHECK(got == expected);
 }
 
 TEST_CASE("tensor_collate: batches come from the given allocator") {

@@ -107,6 +107,15 @@ struct MultiProcessingOptions {
   /// The allocator of those tensors instead (an arena, a counting allocator, your framework's);
   /// null: the heap (heap_allocator()). Not with pin_memory.
   HostAllocatorPtr host_allocator{};
+  /// Bytes of each worker process's tensor arena: shared memory, mapped before the fork, in which
+  /// the worker makes its tensors of 64 KiB and more (tensor_collate's batches, dpipe::Tensor
+  /// elements). They reach the trainer with no copy at all: its tensors refer to the worker's
+  /// memory, which the worker reuses once the last of them goes (they may outlive the loader).
+  /// The tensors in flight and those the trainer keeps take room in it; without room, tensors are
+  /// made on the heap and cross by copy. Pages are used as tensors need them. nullopt: four times
+  /// queue_bytes; 0: no arena. Only with worker processes, and without pin_memory or
+  /// host_allocator (whose memory the trainer's tensors must be in).
+  std::optional<std::size_t> tensor_arena_bytes{};
 };
 
 class MultiProcessingReadingService final

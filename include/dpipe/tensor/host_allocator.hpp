@@ -11,7 +11,8 @@
 /// Which allocator a tensor uses: the one its maker is given (tensor_collate's `allocator`), else
 /// the calling thread's current_host_allocator(). A DataLoader2 sets the current one while its
 /// pipeline runs in the trainer's thread and in worker threads (MultiProcessingOptions::pin_memory
-/// and ::host_allocator); worker processes use the heap (their buffers are encoded, then freed).
+/// and ::host_allocator); worker processes their tensor arena (MultiProcessingOptions::
+/// tensor_arena_bytes), whose tensors reach the trainer without a copy, or else the heap.
 
 #include <cstddef>
 #include <memory>

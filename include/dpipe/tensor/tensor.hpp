@@ -38,6 +38,9 @@ class TensorStorage {
  public:
   /// Allocates `bytes` (may be 0: then no memory and a null data()).
   TensorStorage(HostAllocatorPtr allocator, std::size_t bytes);
+  /// Takes `data`, a block of `bytes` that `allocator` gave out, and gives it back to `allocator`
+  /// when destroyed (a null `data` takes nothing). Throws InvalidArgument for a null `allocator`.
+  TensorStorage(HostAllocatorPtr allocator, void* data, std::size_t bytes);
   ~TensorStorage();
   TensorStorage(const TensorStorage&) = delete;
   TensorStorage& operator=(const TensorStorage&) = delete;
@@ -82,6 +85,12 @@ class Tensor {
                 std::span<const std::int64_t>(shape.begin(), shape.size()));
   }
 
+  /// A tensor of `shape` over the first bytes of `storage`, which it shares (a buffer you allocated
+  /// yourself, see TensorStorage). Throws InvalidArgument as the constructor does, for a null
+  /// `storage`, and for one smaller than the shape's bytes.
+  [[nodiscard]] static Tensor from_storage(DType dtype, std::span<const std::int64_t> shape,
+                                           std::shared_ptr<TensorStorage> storage);
+
   [[nodiscard]] bool defined() const noexcept { return storage_ != nullptr; }
   [[nodiscard]] DType dtype() const noexcept { return dtype_; }
   [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
@@ -113,6 +122,8 @@ class Tensor {
   bool operator==(const Tensor& other) const;
 
  private:
+  /// Sets the shape, the element count and the strides; throws as the constructors say.
+  void set_shape(std::span<const std::int64_t> shape);
   void require_dtype(DType dtype) const;
   void require_elements(std::size_t count) const;
 
@@ -125,7 +136,10 @@ class Tensor {
 };
 
 /// Encodes the dtype, the shape and the bytes. Decoding allocates the buffer from the decoding
-/// thread's current_host_allocator() and copies the bytes into it once.
+/// thread's current_host_allocator() and copies the bytes into it once. A worker process of
+/// MultiProcessingReadingService sends the tensors it made in its tensor arena as references
+/// instead, which the main process decodes without a copy (MultiProcessingOptions::tensor_arena_bytes);
+/// anything else it encodes, and every checkpoint, holds the bytes.
 template <>
 struct Serializer<Tensor> {
   static constexpr std::size_t kMinSize = 1;

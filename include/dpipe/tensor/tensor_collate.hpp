@@ -21,9 +21,12 @@
 ///
 /// The buffers come from `allocator(...)` when given, else from the current_host_allocator() of
 /// the thread that collates: a loader's worker threads and the trainer's thread use the loader's
-/// (MultiProcessingOptions::pin_memory), worker processes the heap, from which a batch is decoded
-/// straight into the trainer's allocator. Thread-safety: the collate function is a const value.
+/// (MultiProcessingOptions::pin_memory), worker processes their tensor arena, which the trainer's
+/// tensors then share (or else the heap, from which a batch is decoded straight into the trainer's
+/// allocator). For large samples, dpipe::iter::tensor_batch (<dpipe/tensor/tensor_batch.hpp>)
+/// batches and collates in one node. Thread-safety: the collate function is a const value.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +70,30 @@ struct StackField {
 /// dimension and sets `lengths` (int64 [rows.size()]). Throws InvalidArgument for rows that differ,
 /// and for a pad value the field's dtype cannot hold.
 Tensor stack_rows(std::span<const TensorRow> rows, const StackField& field, Tensor* lengths);
+
+/// Stacks the rows of one field that is not padded into a batch tensor one row at a time: the
+/// first row gives the dtype and shape of a tensor of `capacity` rows, from `field`'s allocator.
+/// Thread-safety: one thread.
+class RowStacker {
+ public:
+  /// Throws InvalidArgument as stack_rows() does for a row of too many dimensions.
+  RowStacker(const StackField& field, std::size_t capacity, const TensorRow& first);
+  /// Copies row `index` (`first` as 0, then the next ones in order, fewer than `capacity`) into
+  /// place. Throws InvalidArgument, as stack_rows() does, for a row that differs from the first.
+  void add(const TensorRow& row, std::size_t index);
+  /// The tensor of the first `rows` rows added (a short batch shares the buffer of `capacity`).
+  [[nodiscard]] Tensor finish(std::size_t rows);
+  /// The bytes of a row.
+  [[nodiscard]] std::size_t row_bytes() const noexcept { return row_bytes_; }
+
+ private:
+  const StackField* field_;
+  std::size_t capacity_;
+  TensorRow first_;
+  Tensor batch_;
+  std::size_t row_bytes_ = 0;
+  bool streaming_ = false;
+};
 
 /// How a field's value is seen as a row: view(value) and, for messages, the field's kind.
 template <class F>
@@ -223,6 +250,62 @@ class TensorCollate {
     return copy;
   }
 
+  /// Whether a field is padded: then a batch's shape needs all of its rows first.
+  [[nodiscard]] bool pads() const noexcept {
+    return std::any_of(pads_.begin(), pads_.end(), [](const auto& pad) { return pad.has_value(); });
+  }
+
+  /// Builds a batch of up to `capacity` rows one row at a time, each copied into the batch's
+  /// buffers as it is added (tensor_batch()). Only for a collate that pads() no field.
+  /// Thread-safety: one thread; neither copied nor moved (its stackers point into it).
+  class Stacker {
+   public:
+    Stacker(const TensorCollate& collate, std::size_t capacity) : collate_(&collate), capacity_(capacity) {}
+    Stacker(const Stacker&) = delete;
+    Stacker& operator=(const Stacker&) = delete;
+
+    /// Copies `row` in as the next row. Throws InvalidArgument as the collate does for a row that
+    /// differs from the first.
+    void add(const S& row) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) { (add_field<I>(row), ...); }
+      (std::make_index_sequence<kFields>{});
+      ++rows_;
+    }
+    /// The rows added.
+    [[nodiscard]] std::size_t size() const noexcept { return rows_; }
+    /// The bytes of one row, over all fields (0 before the first).
+    [[nodiscard]] std::size_t row_bytes() const noexcept {
+      std::size_t bytes = 0;
+      for (const auto& stacker : stackers_) bytes += stacker.row_bytes();
+      return bytes;
+    }
+    /// The batch of the rows added.
+    [[nodiscard]] TensorBatch<S> finish() {
+      if (rows_ == 0) return (*collate_)({});
+      std::vector<Tensor> tensors;
+      tensors.reserve(kFields);
+      for (auto& stacker : stackers_) tensors.push_back(stacker.finish(rows_));
+      return TensorBatch<S>(rows_, std::move(tensors), std::vector<Tensor>(kFields));
+    }
+
+   private:
+    template <std::size_t I>
+    void add_field(const S& row) {
+      const detail::TensorRow view = TensorCollate::view<I>(row);
+      if (rows_ == 0) {
+        fields_[I] = collate_->field<I>();
+        stackers_.emplace_back(fields_[I], capacity_, view);
+      }
+      stackers_[I].add(view, rows_);
+    }
+
+    const TensorCollate* collate_;
+    std::size_t capacity_;
+    std::size_t rows_ = 0;
+    std::array<detail::StackField, kFields> fields_{};
+    std::vector<detail::RowStacker> stackers_;  // one per field, made at the first row
+  };
+
   TensorBatch<S> operator()(const std::vector<S>& rows) const {
     std::vector<Tensor> tensors(kFields);
     std::vector<Tensor> lengths(kFields);
@@ -234,22 +317,34 @@ class TensorCollate {
 
  private:
   template <std::size_t I>
-  void stack(const std::vector<S>& rows, std::vector<detail::TensorRow>& views, std::vector<Tensor>& tensors,
-             std::vector<Tensor>& lengths) const {
-    using Field = std::remove_cvref_t<std::tuple_element_t<I, decltype(std::declval<const S&>().dpipe_fields())>>;
-    static_assert(tensor_field<Field>,
+  using FieldType = std::remove_cvref_t<std::tuple_element_t<I, decltype(std::declval<const S&>().dpipe_fields())>>;
+
+  /// Field I of `row` as a row of its batch tensor.
+  template <std::size_t I>
+  static detail::TensorRow view(const S& row) {
+    static_assert(tensor_field<FieldType<I>>,
                   "tensor_collate: a field is neither an arithmetic scalar, a std::array, std::span or std::vector of "
                   "them, nor a dpipe::Tensor");
-    for (std::size_t row = 0; row < rows.size(); ++row) {
-      views[row] = detail::TensorRowOf<Field>::view(std::get<I>(rows[row].dpipe_fields()));
-    }
+    return detail::TensorRowOf<FieldType<I>>::view(std::get<I>(row.dpipe_fields()));
+  }
+
+  /// What stacking field I needs besides its rows.
+  template <std::size_t I>
+  [[nodiscard]] detail::StackField field() const {
     detail::StackField field{type_name<S>(), detail::field_name<S>(I), pads_[I], &allocator_};
-    if constexpr (std::is_same_v<Field, Tensor>) {
+    if constexpr (std::is_same_v<FieldType<I>, Tensor>) {
       field.empty_row = {DType::kUInt8, 0, {}, nullptr};  // a default Tensor has no dtype or shape
     } else {
-      field.empty_row = detail::TensorRowOf<Field>::view(Field{});
+      field.empty_row = detail::TensorRowOf<FieldType<I>>::view(FieldType<I>{});
     }
-    tensors[I] = detail::stack_rows(views, field, &lengths[I]);
+    return field;
+  }
+
+  template <std::size_t I>
+  void stack(const std::vector<S>& rows, std::vector<detail::TensorRow>& views, std::vector<Tensor>& tensors,
+             std::vector<Tensor>& lengths) const {
+    for (std::size_t row = 0; row < rows.size(); ++row) views[row] = view<I>(rows[row]);
+    tensors[I] = detail::stack_rows(views, field<I>(), &lengths[I]);
   }
 
   std::array<std::optional<double>, kFields> pads_{};

@@ -25,6 +25,10 @@ template <class Order>
 class RecordMerge;
 }  // namespace dpipe::detail::transport
 
+namespace dpipe::detail {
+class TensorArena;
+}  // namespace dpipe::detail
+
 namespace dpipe::detail::mp {
 
 // The service is built on the element transport (src/transport/): its wing names the transport's
@@ -58,8 +62,9 @@ struct GroupConfig {
   std::chrono::milliseconds stall_warning{0};
   WorkerInitFunction worker_init_fn;
   WorkerResetFunction worker_reset_fn;
-  bool threads = false;  // the children are threads of this process, not forked processes
-  HostAllocatorPtr host_allocator;  // worker threads' current allocator (null: the heap)
+  bool threads = false;                // the children are threads of this process, not forked processes
+  HostAllocatorPtr host_allocator;     // worker threads' current allocator (null: the heap)
+  std::size_t tensor_arena_bytes = 0;  // each worker process's tensor arena (0: none)
 };
 
 /// "worker process 1" or "worker thread 1"; "dispatching process" or "dispatching thread".
@@ -94,6 +99,7 @@ struct ChildLaunch {
   pid_t parent = 0;                      // the main process; 0 for threads, which have no parent to lose
   const GroupState* restored = nullptr;  // continue from a checkpoint, or null
   ExceptionSlot* exceptions = nullptr;   // threads: one per child (workers, then the dispatcher); else null
+  TensorArena* arena = nullptr;          // a worker process's tensor arena, or null
 };
 
 /// The body of worker `launch.worker_id`, built in the child.

@@ -10,6 +10,7 @@
 
 #include <dpipe/core/error.hpp>
 
+#include "tensor/tensor_arena.hpp"
 #include "transport/child_protocol.hpp"
 #include "transport/child_threads.hpp"
 #include "transport/children.hpp"
@@ -130,7 +131,12 @@ ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
   ExceptionSlot* exceptions = resources_->exceptions.get();
   try {
     for (std::size_t w = 0; w < workers; ++w) {
-      const ChildLaunch launch{&pool_, &plan_, w, parent, restored, exceptions};
+      // Mapped before the fork: the worker's tensors lie at the same address in both processes.
+      auto& arena = resources_->arenas.emplace_back(
+          plan_.config.tensor_arena_bytes != 0
+              ? TensorArena::create(plan_.config.tensor_arena_bytes, worker_name(plan_.config, w))
+              : nullptr);
+      const ChildLaunch launch{&pool_, &plan_, w, parent, restored, exceptions, arena.get()};
       crew_.start(worker_name(plan_.config, w), [launch] { return make_worker(launch); });
     }
     if (plan_.dispatched) {
@@ -158,6 +164,7 @@ ProcessGroup::ProcessGroup(const GroupPlan& plan, const GroupState* restored)
                                                         timed_out);
                                 },
                                 handoff, exceptions != nullptr ? &exceptions[w] : nullptr});
+    if (resources_->arenas.at(w) != nullptr) inputs.back().arena_elements = element_handles().handoff(plan_.branch);
   }
   // The merge may outlive this group (the main process's graph holds it): it keeps the resources.
   merge_ = std::make_shared<WorkerMerge>(

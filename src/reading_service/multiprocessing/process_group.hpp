@@ -77,9 +77,10 @@ class ProcessGroup {
     explicit Resources(const GroupPlan& group_plan);
     GroupPlan plan;
     SharedPool pool;
-    std::unique_ptr<ExceptionSlot[]> exceptions;  // threads: one per child; else null
-    std::unique_ptr<Crew> crew;                   // destroyed before pool: no child outlives the memory's owner
-    std::uint64_t generation = 0;                 // the epochs started (see protocol.hpp)
+    std::unique_ptr<ExceptionSlot[]> exceptions;       // threads: one per child; else null
+    std::vector<std::shared_ptr<TensorArena>> arenas;  // per worker process, when the plan has them
+    std::unique_ptr<Crew> crew;                        // destroyed before pool: no child outlives the memory's owner
+    std::uint64_t generation = 0;                      // the epochs started (see protocol.hpp)
   };
 
   std::shared_ptr<Resources> resources_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 
 #include "reading_service/multiprocessing/group_child.hpp"
 #include "reading_service/worker_context.hpp"
+#include "tensor/tensor_arena.hpp"
 #include "transport/record_merge.hpp"
 
 namespace dpipe::detail::mp {
@@ -30,6 +32,25 @@ constexpr std::uint64_t kMaxReaderBatch = 64;
 static_assert(kUnknownHeldBytes > kSmallElementsBytes,
               "a thread's elements without a Serializer must keep to the prefetch counts");
 
+/// A worker process's sink while it hands over the tensors of its arena: an element counts, while
+/// in flight, its record and the arena's bytes it refers to.
+class HandoverSink final : public ElementSink {
+ public:
+  HandoverSink(RingSink& sink, TensorHandoverScope& handover, std::uint64_t& last_held)
+      : sink_(sink), handover_(handover), last_held_(last_held) {}
+  ByteWriter& begin() override { return sink_.begin(); }
+  void end() override {
+    const std::uint64_t referenced = handover_.take_referenced_bytes();
+    sink_.end_referencing(referenced);
+    last_held_ = std::max<std::uint64_t>(referenced, 1);
+  }
+
+ private:
+  RingSink& sink_;
+  TensorHandoverScope& handover_;
+  std::uint64_t& last_held_;
+};
+
 class Worker final : public GroupChild {
  public:
   explicit Worker(const ChildLaunch& launch)
@@ -38,10 +59,13 @@ class Worker final : public GroupChild {
                    launch.pool->worker(launch.worker_id), launch.pool->worker_control(launch.worker_id),
                    launch.exceptions != nullptr ? &launch.exceptions[launch.worker_id] : nullptr),
         sink_(launch.pool->data_ring(launch.worker_id), endpoint_, &launch.pool->main_bell(), "the main process"),
-        budget_(std::max<std::size_t>(
-            1, plan_.config.worker_prefetch_cnt +
-                   (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)) {
-    if (plan_.passing().handoff(plan_.branch) != nullptr) sink_.count_held_bytes();
+        budget_(
+            std::max<std::size_t>(1, plan_.config.worker_prefetch_cnt +
+                                         (plan_.config.main_prefetch_cnt + info_.num_workers - 1) / info_.num_workers)),
+        arena_(launch.arena) {
+    // Only a forked worker has an arena; it is built and run by the child's one thread.
+    if (arena_ != nullptr) arena_allocator_.emplace(arena_->allocator());
+    if (plan_.passing().handoff(plan_.branch) != nullptr || arena_ != nullptr) sink_.count_held_bytes();
     sink_.writer().set_reader_batch(budget_ / 2 + 1);
     start([&] { build_graph(launch); },
           launch.restored != nullptr ? &launch.restored->workers.at(info_.worker_id) : nullptr);
@@ -89,10 +113,19 @@ class Worker final : public GroupChild {
   }
 
   /// Room for another element: fewer than the prefetch counts are in flight, or the elements in
-  /// flight are small ones that together take less than kSmallElementsBytes; and a fed worker
-  /// keeps within its lead.
+  /// flight are small ones that together take less than kSmallElementsBytes; a fed worker keeps
+  /// within its lead; and a worker with a tensor arena within its arena_room().
   [[nodiscard]] bool has_room() override {
-    return (sink_.writer().elements_in_flight() < budget_ || small_elements_room() > 0) && within_lead();
+    const std::uint64_t in_flight = sink_.writer().elements_in_flight();
+    return (in_flight < budget_ || small_elements_room() > 0) && within_lead() && (in_flight == 0 || arena_room() > 0);
+  }
+  /// The bytes of arena tensors this worker may still send: what its elements in flight hold is
+  /// kept within queue_bytes, as a worker without an arena keeps them within its ring (has_room()
+  /// always allows one element). Unlimited without an arena.
+  [[nodiscard]] std::uint64_t arena_room() {
+    if (arena_ == nullptr) return UINT64_MAX;
+    const std::uint64_t bytes = sink_.writer().elements_in_flight() == 0 ? 0 : sink_.bytes_in_flight();
+    return bytes < plan_.config.queue_bytes ? plan_.config.queue_bytes - bytes : 0;
   }
   /// The feed elements this worker has taken (and released) from its dispatch ring, ever.
   [[nodiscard]] std::uint64_t fed() const { return feed_header_->released_elements.load(std::memory_order_acquire); }
@@ -139,11 +172,18 @@ class Worker final : public GroupChild {
       // As many as fit the allowance at the average size of those in flight.
       wanted = static_cast<std::size_t>(std::clamp<std::uint64_t>(small_elements_room() / average, 1, kBatch));
     }
+    if (arena_ != nullptr) {
+      // Elements the size of the last one, within the arena's room; one at a time until a size is known.
+      const std::uint64_t size = std::max(average, arena_element_bytes_);
+      wanted = size == 0 ? 1 : static_cast<std::size_t>(std::clamp<std::uint64_t>(arena_room() / size, 1, wanted));
+    }
     const std::uint64_t ended_before = sink_.elements_ended();
     const auto count_written = [&] { progress_.produced += sink_.elements_ended() - ended_before; };
     std::size_t written = 0;
     try {
-      written = encoder_->encode(wanted, sink_);
+      TensorHandoverScope handover(arena_);
+      HandoverSink handover_sink(sink_, handover, arena_element_bytes_);
+      written = encoder_->encode(wanted, arena_ != nullptr ? static_cast<ElementSink&>(handover_sink) : sink_);
     } catch (...) {
       count_written();  // the elements before the failure were written
       throw;
@@ -188,6 +228,11 @@ class Worker final : public GroupChild {
 
   RingSink sink_;
   std::size_t budget_;
+  // A worker process's tensor arena (or null), and the scope making its allocator the worker's
+  // current one; the arena bytes the last element referred to (at least 1 once one was written).
+  TensorArena* arena_;
+  std::optional<ScopedHostAllocator> arena_allocator_;
+  std::uint64_t arena_element_bytes_ = 0;
   std::shared_ptr<WorkerMerge> feed_;  // from the dispatching process, if one runs
   // A fed worker's lead (within_lead()): its dispatch ring's header; per output written and maybe
   // still in flight, oldest first, the feed elements taken when it was written; and that count at
