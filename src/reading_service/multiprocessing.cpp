@@ -106,6 +106,12 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
         "MultiProcessingReadingService: pin_memory and host_allocator were both set; pass a pinned allocator as "
         "host_allocator, or set pin_memory alone");
   }
+  if (options_.tensor_arena_bytes.value_or(0) != 0 && (options_.pin_memory || options_.host_allocator != nullptr)) {
+    DPIPE_THROW(InvalidArgument,
+                "MultiProcessingReadingService: tensor_arena_bytes was set with {}, whose memory the trainer's tensors "
+                "must be in; leave it unset",
+                options_.pin_memory ? "pin_memory" : "host_allocator");
+  }
   allocator_ = options_.pin_memory ? cuda_host_allocator() : options_.host_allocator;
   if (options_.num_workers == 0) {
     graph::apply_sharding(graph, 1, 0, ShardingPriority::kMultiprocessing);

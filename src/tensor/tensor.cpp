@@ -158,11 +158,11 @@ enum class Encoded : std::uint8_t {
   kReference = 2,  // the dtype, the shape, an arena's id and a block's offset (a worker's tensor)
 };
 
-/// The tensor arena `tensor` lies in when this thread hands tensors over, else null.
-detail::TensorArena* handover_arena(const Tensor& tensor) {
+/// The handover of the element this thread encodes, when `tensor` lies in its arena; else null.
+detail::TensorHandoverScope* handover_of(const Tensor& tensor) {
   auto* scope = detail::TensorHandoverScope::current();
-  if (scope == nullptr || scope->arena() == nullptr || tensor.nbytes() == 0) return nullptr;
-  return scope->arena()->starts_block(tensor.data()) ? scope->arena() : nullptr;
+  if (scope == nullptr || tensor.nbytes() == 0) return nullptr;
+  return scope->arena().starts_block(tensor.data()) ? scope : nullptr;
 }
 
 }  // namespace
@@ -172,18 +172,17 @@ void Serializer<Tensor>::write(ByteWriter& writer, const Tensor& tensor) {
     writer.write(Encoded::kUndefined);
     return;
   }
-  auto* arena = handover_arena(tensor);
-  writer.write(arena != nullptr ? Encoded::kReference : Encoded::kBytes);
+  auto* handover = handover_of(tensor);
+  writer.write(handover != nullptr ? Encoded::kReference : Encoded::kBytes);
   writer.write(static_cast<std::uint8_t>(tensor.dtype()));
   writer.write(static_cast<std::uint8_t>(tensor.rank()));
   writer.write_bytes(tensor.shape().data(), tensor.rank() * sizeof(std::int64_t));
-  if (arena == nullptr) {
+  if (handover == nullptr) {
     writer.write_bytes(tensor.data(), tensor.nbytes());
     return;
   }
-  writer.write(arena->id());
-  writer.write(arena->hand_over(tensor.data()));
-  detail::TensorHandoverScope::current()->count_referenced(tensor.nbytes());
+  writer.write(handover->arena().id());
+  writer.write(handover->hand_over(tensor.data(), tensor.nbytes()));
 }
 
 Tensor Serializer<Tensor>::read(ByteReader& reader) {

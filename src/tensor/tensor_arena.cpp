@@ -5,10 +5,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <mutex>
+#include <random>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <dpipe/core/error.hpp>
@@ -36,7 +39,6 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "block counts are
 struct ArenaRegistry {
   std::mutex mutex;
   std::unordered_map<std::uint64_t, std::weak_ptr<TensorArena>> arenas;
-  std::uint32_t created = 0;
 };
 
 ArenaRegistry& registry() {
@@ -46,6 +48,12 @@ ArenaRegistry& registry() {
 
 thread_local TensorHandoverScope* current_scope = nullptr;
 
+/// 64 random bits: a reference from another run or process names no arena of this one.
+std::uint64_t random_id() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}
+
 }  // namespace
 
 /// The worker's allocator (`carves`: blocks of the arena) and the main process's (the allocator of
@@ -53,7 +61,8 @@ thread_local TensorHandoverScope* current_scope = nullptr;
 /// block's count back when its tensor goes.
 class TensorArena::Carver final : public HostAllocator {
  public:
-  Carver(std::shared_ptr<TensorArena> arena, bool carves) : arena_(std::move(arena)), carves_(carves) {}
+  Carver(std::shared_ptr<TensorArena> arena, bool carves)
+      : arena_(std::move(arena)), carves_(carves), owner_(getpid()) {}
 
   void* allocate(std::size_t bytes) override {
     if (carves_ && bytes >= kMinArenaTensorBytes) {
@@ -66,6 +75,8 @@ class TensorArena::Carver final : public HostAllocator {
     if (!arena_->contains(data)) return heap_allocator()->deallocate(data, bytes);
     // Release: this holder's reads of the block happen before the worker, which acquires the count
     // at 0, writes it again (acquire: so do the other holders' when this is the worker's last).
+    // A process forked since (its copy of a tensor destroyed there) holds no count of its own.
+    if (getpid() != owner_) return;
     BlockHeader* block = header(data);
     if (!carves_) {
       block->holders.fetch_sub(1, std::memory_order_release);
@@ -90,6 +101,7 @@ class TensorArena::Carver final : public HostAllocator {
  private:
   /// A block of `capacity` nobody holds, or a new one, held once; null when the arena is full.
   void* take_block(std::size_t capacity) {
+    if (capacity > arena_->bytes_ - sizeof(BlockHeader)) return nullptr;  // never fits
     const std::lock_guard lock(mutex_);
     for (auto& freed = freed_[capacity]; !freed.empty();) {
       const std::uint64_t offset = freed.back();
@@ -139,6 +151,7 @@ class TensorArena::Carver final : public HostAllocator {
 
   std::shared_ptr<TensorArena> arena_;
   bool carves_;
+  pid_t owner_;  // the process whose tensors hold counts
   std::mutex mutex_;
   std::uint64_t carved_ = 0;                                              // the arena's bytes in blocks
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> blocks_;  // capacity -> data offsets
@@ -149,6 +162,10 @@ class TensorArena::Carver final : public HostAllocator {
 
 std::shared_ptr<TensorArena> TensorArena::create(std::size_t bytes, const std::string& name) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  if (bytes > std::numeric_limits<std::size_t>::max() - page) {
+    DPIPE_THROW(InvalidArgument, "MultiProcessingReadingService: a tensor arena of {} bytes for {} is too large", bytes,
+                name);
+  }
   const std::size_t mapped = (bytes + page - 1) / page * page;
   void* base =
       mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);  // NOLINT
@@ -163,10 +180,7 @@ std::shared_ptr<TensorArena> TensorArena::create(std::size_t bytes, const std::s
 }
 
 TensorArena::TensorArena(std::byte* base, std::size_t bytes, std::string name)
-    : base_(base), bytes_(bytes), name_(std::move(name)) {
-  const std::lock_guard lock(registry().mutex);
-  id_ = (static_cast<std::uint64_t>(getpid()) << 32) | ++registry().created;
-}
+    : base_(base), bytes_(bytes), id_(random_id()), name_(std::move(name)) {}
 
 TensorArena::~TensorArena() {
   {
@@ -194,6 +208,10 @@ std::uint64_t TensorArena::hand_over(const void* data) noexcept {
   return static_cast<std::uint64_t>(static_cast<const std::byte*>(data) - base_);
 }
 
+void TensorArena::take_back(std::uint64_t offset) noexcept {
+  Carver::header(base_ + offset)->holders.fetch_sub(1, std::memory_order_release);
+}
+
 std::shared_ptr<TensorStorage> TensorArena::adopt(std::uint64_t offset, std::size_t bytes) {
   const bool placed = offset >= sizeof(BlockHeader) && offset % kTensorAlignment == 0 && offset <= bytes_;
   const BlockHeader* block = placed ? Carver::header(base_ + offset) : nullptr;
@@ -211,14 +229,39 @@ std::shared_ptr<TensorArena> find_tensor_arena(std::uint64_t id) {
   return found != registry().arenas.end() ? found->second.lock() : nullptr;
 }
 
-TensorHandoverScope::TensorHandoverScope(TensorArena* arena) noexcept : arena_(arena), previous_(current_scope) {
+TensorHandoverScope::~TensorHandoverScope() { abandon(); }
+
+void TensorHandoverScope::begin_element() noexcept {
+  abandon();
+  previous_ = current_scope;
   current_scope = this;
+  active_ = true;
 }
 
-TensorHandoverScope::~TensorHandoverScope() { current_scope = previous_; }
+std::uint64_t TensorHandoverScope::end_element() noexcept {
+  const std::uint64_t bytes = std::exchange(referenced_bytes_, 0);
+  handed_over_.clear();
+  abandon();
+  return bytes;
+}
 
-std::uint64_t TensorHandoverScope::take_referenced_bytes() noexcept { return std::exchange(referenced_bytes_, 0); }
+void TensorHandoverScope::abandon() noexcept {
+  for (const std::uint64_t offset : handed_over_) arena_->take_back(offset);
+  handed_over_.clear();
+  referenced_bytes_ = 0;
+  if (!active_) return;
+  current_scope = previous_;
+  active_ = false;
+}
 
 TensorHandoverScope* TensorHandoverScope::current() noexcept { return current_scope; }
+
+std::uint64_t TensorHandoverScope::hand_over(const void* data, std::uint64_t bytes) {
+  handed_over_.reserve(handed_over_.size() + 1);  // may throw: before the count is taken
+  const std::uint64_t offset = arena_->hand_over(data);
+  handed_over_.push_back(offset);
+  referenced_bytes_ += bytes;
+  return offset;
+}
 
 }  // namespace dpipe::detail

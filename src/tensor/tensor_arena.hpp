@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <dpipe/tensor/host_allocator.hpp>
 
@@ -44,7 +45,7 @@ class TensorArena final : public std::enable_shared_from_this<TensorArena> {
   TensorArena(const TensorArena&) = delete;
   TensorArena& operator=(const TensorArena&) = delete;
 
-  /// Unique among the arenas of every process.
+  /// Random (64 bits): another run's or process's arena has another.
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   /// Whether `data` lies in the arena.
@@ -60,6 +61,8 @@ class TensorArena final : public std::enable_shared_from_this<TensorArena> {
   /// Counts a holder more for the block whose data starts at `data` (starts_block()); returns
   /// the block's offset, which adopt() takes.
   [[nodiscard]] std::uint64_t hand_over(const void* data) noexcept;
+  /// Takes back the count hand_over() added for the block at `offset` (a reference never sent).
+  void take_back(std::uint64_t offset) noexcept;
   /// The storage of `bytes` of the block at `offset`, owning the count a hand_over() added.
   /// Throws SerializationError when no block of at least `bytes` with a holder starts there.
   [[nodiscard]] std::shared_ptr<TensorStorage> adopt(std::uint64_t offset, std::size_t bytes);
@@ -78,26 +81,42 @@ class TensorArena final : public std::enable_shared_from_this<TensorArena> {
 /// reference is gone with its loader, or the bytes came from another process's checkpoint).
 [[nodiscard]] std::shared_ptr<TensorArena> find_tensor_arena(std::uint64_t id);
 
-/// While alive, Serializer<Tensor>::write on this thread writes tensors in `arena` as references
-/// (a null `arena` changes nothing). Scopes nest. Thread-safety: per thread.
+/// A worker's encoding of its output elements into records: between begin_element() and
+/// end_element(), Serializer<Tensor>::write on this thread writes the tensors that lie in `arena`
+/// as references (hand_over()); nothing else the thread encodes (the user's own to_bytes in a
+/// map) does. An element that does not end (its encoding threw) gives its counts back.
+/// Thread-safety: per thread.
 class TensorHandoverScope {
  public:
-  explicit TensorHandoverScope(TensorArena* arena) noexcept;
+  explicit TensorHandoverScope(TensorArena& arena) noexcept : arena_(&arena) {}
+  /// Gives back the counts of an element begun and not ended.
   ~TensorHandoverScope();
   TensorHandoverScope(const TensorHandoverScope&) = delete;
   TensorHandoverScope& operator=(const TensorHandoverScope&) = delete;
 
-  /// The bytes of the tensors written as references since the last call.
-  [[nodiscard]] std::uint64_t take_referenced_bytes() noexcept;
+  /// Starts an element: this becomes the thread's current() scope.
+  void begin_element() noexcept;
+  /// The element's record is complete: its references are the reader's now. Returns the bytes
+  /// they refer to.
+  std::uint64_t end_element() noexcept;
 
-  /// The calling thread's innermost scope, or null.
+  /// The scope of the element this thread encodes now, or null.
   [[nodiscard]] static TensorHandoverScope* current() noexcept;
-  [[nodiscard]] TensorArena* arena() const noexcept { return arena_; }
-  void count_referenced(std::uint64_t bytes) noexcept { referenced_bytes_ += bytes; }
+  [[nodiscard]] TensorArena& arena() const noexcept { return *arena_; }
+  /// The bytes the current element's references refer to.
+  [[nodiscard]] std::uint64_t referenced_bytes() const noexcept { return referenced_bytes_; }
+  /// A reference to the block of `bytes` at `data` (TensorArena::hand_over()), counted for the
+  /// element; returns the block's offset.
+  [[nodiscard]] std::uint64_t hand_over(const void* data, std::uint64_t bytes);
 
  private:
+  /// Gives back the counts of the current element and stops being current.
+  void abandon() noexcept;
+
   TensorArena* arena_;
-  TensorHandoverScope* previous_;
+  TensorHandoverScope* previous_ = nullptr;
+  bool active_ = false;
+  std::vector<std::uint64_t> handed_over_;  // the current element's block offsets
   std::uint64_t referenced_bytes_ = 0;
 };
 

@@ -133,8 +133,9 @@ TensorRow batch_row(std::span<const TensorRow> rows, const StackField& field) {
   return widest;
 }
 
-/// A batch at least this large is written past the caches: it would only evict what the worker's
-/// next rows are read from, and it is read next in another process, from memory.
+/// A batch at least this large is written past the caches: it would not stay in a core's cache
+/// anyway, and only evict the rows still to be read (and it is read next in another process, from
+/// memory, when a worker process made it).
 constexpr std::size_t kStreamingBatchBytes = std::size_t{8} << 20;
 
 /// memcpy with non-temporal stores where the CPU has them (x86-64: SSE2): no cache line of `out`

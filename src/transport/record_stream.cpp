@@ -89,6 +89,12 @@ bool RecordStream::skip_out_of_sync(const Endpoint& endpoint, std::uint64_t gene
   }
   if (synced_) return false;
   // A record of an epoch the reader has left: drop it, with its parts.
+  if (record.more && link_.arena_elements != nullptr && record.kind == RecordKind::kElement) {
+    std::vector<std::byte> joined;  // its references must be decoded to be given back
+    assemble(endpoint, record, joined);
+    discard(RecordKind::kElement, joined);
+    return true;
+  }
   bool more = record.more;
   if (!more) discard(record.kind, record.payload);
   release(record);

@@ -184,13 +184,21 @@ std::shared_ptr<dpipe::Store> c10d_store(std::chrono::milliseconds timeout) {
   return store;
 }
 
-/// Waits until every rank arrives here.
+/// Waits until every rank arrives here; rank 0, whose process serves the store, also until every
+/// other rank is done with the store (one still waiting for its answer would meet a closed
+/// connection).
 void c10d_barrier(std::chrono::milliseconds timeout) {
   const auto store = c10d_store(timeout);
-  if (store->add("rank_program/done", 1) == static_cast<std::int64_t>(dpipe::detect_launch_environment().world_size)) {
-    store->set("rank_program/all done", std::string_view("yes"));
-  }
+  const auto environment = dpipe::detect_launch_environment();
+  const auto world = static_cast<std::int64_t>(environment.world_size);
+  if (store->add("rank_program/done", 1) == world) store->set("rank_program/all done", std::string_view("yes"));
   store->wait({"rank_program/all done"});
+  if (world == 1) return;
+  if (environment.rank == 0) {
+    store->wait({"rank_program/all left"});
+  } else if (store->add("rank_program/left", 1) == world - 1) {
+    store->set("rank_program/all left", std::string_view("yes"));
+  }
 }
 #endif
 

@@ -21,6 +21,16 @@ using dpipe::testing::run_job;
 using Batch = std::vector<std::int64_t>;
 constexpr auto kProcess = dpipe::WorkerKind::kProcess;
 constexpr auto kThread = dpipe::WorkerKind::kThread;
+// The ranks here are threads of one process: each forks its worker processes while the other
+// ranks' threads and the store's allocate. The sanitizer runtimes of GCC 12 cannot fork so: a child
+// may inherit a lock of their allocator held, and wait on it forever (seen under both, in about one
+// run in four; never in the normal build). Under a sanitizer these jobs use worker threads; the
+// normal build runs every shape, and worker processes run under the sanitizers in one-rank tests.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr auto kForked = kThread;
+#else
+constexpr auto kForked = kProcess;
+#endif
 
 std::vector<std::int64_t> iota(std::int64_t n) {
   std::vector<std::int64_t> values(static_cast<std::size_t>(n));
@@ -56,7 +66,7 @@ TEST_CASE("global_order across ranks: the ranks' steps interleaved are the singl
     std::vector<JobShape> shapes{JobShape{world, 0}};
     for (const std::size_t workers : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4}}) {
       shapes.push_back(JobShape{world, workers, kThread});
-      shapes.push_back(JobShape{world, workers, kProcess});
+      shapes.push_back(JobShape{world, workers, kForked});
     }
     for (const auto& shape : shapes) {
       INFO(shape.name());
@@ -78,7 +88,7 @@ TEST_CASE("global_order across ranks: rank 0's checkpoint restores the job onto 
   const auto& epoch1 = reference.ranks[0][0];
   const auto& epoch2 = reference.ranks[0][1];
   REQUIRE(epoch1.size() == 15);
-  const JobShape saved{2, 2, kProcess};
+  const JobShape saved{2, 2, kForked};
   // Each rank stops after k steps: the job has delivered steps [0, 2k). k = 7 is every step the
   // two ranks yield (the 15th is the dropped tail).
   for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
@@ -95,7 +105,7 @@ TEST_CASE("global_order across ranks: rank 0's checkpoint restores the job onto 
   }
   // And back: from 3 ranks of 1 worker onto 2 ranks of 2.
   const auto three = run_job(make, JobShape{3, 1, kThread}, 9, 1, 2);
-  const auto back = run_job(make, JobShape{2, 2, kProcess}, 9, 1, std::nullopt, three.checkpoint);
+  const auto back = run_job(make, JobShape{2, 2, kForked}, 9, 1, std::nullopt, three.checkpoint);
   CHECK(interleaved(back, 0) == dealt(epoch1, 6, 2));
 }
 

@@ -440,6 +440,20 @@ TEST_CASE("tensor_batch: a row that differs is tensor_collate's error and the ne
   CHECK_FALSE(node.next().has_value());
 }
 
+TEST_CASE("tensor_batch: a bad row in a short last batch with drop_last is dropped unread as batch drops it") {
+  std::vector<Row> rows;
+  for (int id = 0; id < 8; ++id) rows.push_back(make_row(id, 2));
+  rows[7].tokens.push_back(7);  // row 1 of the short last batch [6, 7]
+  const auto two_nodes = dpipe::testing::collect(
+      dpipe::iter::from(rows).batch(3, /*drop_last=*/true).collate(dpipe::tensor_collate<Row>()));
+  REQUIRE(two_nodes.size() == 2);
+  CHECK(dpipe::testing::collect(dpipe::iter::from(rows) | dpipe::iter::tensor_batch(3, dpipe::tensor_collate<Row>(),
+                                                                                    /*drop_last=*/true)) == two_nodes);
+  CHECK_THROWS_MATCHES(
+      dpipe::testing::collect(dpipe::iter::from(rows) | dpipe::iter::tensor_batch(3, dpipe::tensor_collate<Row>())),
+      dpipe::InvalidArgument, dpipe::testing::MessageContains({"field 'tokens' of row 1 has shape [3]"}));
+}
+
 TEST_CASE("tensor_batch: a batch past the caches and a short last batch hold the samples byte for byte") {
   // Rows of 1 MiB and 3 bytes: batches of 9 are streamed past the caches; the last has 2 rows.
   constexpr std::int64_t kRowBytes = (std::int64_t{1} << 20) + 3;

@@ -216,6 +216,29 @@ TEST_CASE("Tensor arena: the trainer's tensors outlive a killed worker and the l
   }
 }
 
+TEST_CASE("Tensor arena: a to_bytes in the worker's own pipeline writes the tensor's bytes", "[mp]") {
+  // Only the worker's encoding of its output writes references: a user's encoding of a tensor made
+  // in the arena (a cache on disk, a hash) holds its bytes.
+  const auto encoded_sizes = dpipe::iter::from(dpipe::testing::range(8)).sharding_filter().map([](int id) {
+    const Frame frame = make_frame(id);
+    return static_cast<std::int64_t>(dpipe::to_bytes(frame.pixels).size());
+  });
+  DataLoader2<std::int64_t> loader(encoded_sizes, MultiProcessingReadingService({.num_workers = 2}));
+  // kBytes, dtype, rank, three int64 dimensions and 64 KiB of pixels.
+  const std::int64_t plain = 3 + 3 * 8 + 4 * 128 * 128;
+  CHECK(dpipe::testing::epoch(loader) == std::vector<std::int64_t>(8, plain));
+}
+
+TEST_CASE("Tensor arena: tensor_arena_bytes with pin_memory or host_allocator is an error", "[mp]") {
+  DataLoader2<TensorBatch<Frame>> loader(
+      pipeline(),
+      MultiProcessingReadingService(
+          {.num_workers = 2, .host_allocator = dpipe::heap_allocator(), .tensor_arena_bytes = std::size_t{1} << 20}));
+  CHECK_THROWS_MATCHES(dpipe::testing::epoch(loader), dpipe::InvalidArgument,
+                       Catch::Message("MultiProcessingReadingService: tensor_arena_bytes was set with host_allocator, "
+                                      "whose memory the trainer's tensors must be in; leave it unset"));
+}
+
 TEST_CASE("Tensor arena: none without worker processes or with an allocator of the trainer's", "[mp]") {
   const auto expected = reference_epochs();
   for (const auto& options : {MultiProcessingOptions{.num_workers = 2, .worker_kind = dpipe::WorkerKind::kThread},

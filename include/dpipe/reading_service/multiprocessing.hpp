@@ -113,8 +113,9 @@ struct MultiProcessingOptions {
   /// memory, which the worker reuses once the last of them goes (they may outlive the loader).
   /// The tensors in flight and those the trainer keeps take room in it; without room, tensors are
   /// made on the heap and cross by copy. Pages are used as tensors need them. nullopt: four times
-  /// queue_bytes; 0: no arena. Only with worker processes, and without pin_memory or
-  /// host_allocator (whose memory the trainer's tensors must be in).
+  /// queue_bytes; 0: no arena. Only with worker processes (worker threads need none), and not with
+  /// pin_memory or host_allocator, whose memory the trainer's tensors must be in (setting it with
+  /// either is an InvalidArgument).
   std::optional<std::size_t> tensor_arena_bytes{};
 };
 

@@ -11,7 +11,9 @@
 ///
 /// Like batch(), it never reads ahead of the batch it returns (stateless). When a row differs
 /// from the first, it reads the rest of the batch's rows before it throws, so that the next batch
-/// starts where batch()'s would.
+/// starts where batch()'s would (a short last batch with drop_last is dropped unread, without an
+/// error, as batch() drops it). It allocates a batch's tensors for `batch_size` rows at its first
+/// row: a short last batch keeps that buffer.
 
 #include <algorithm>
 #include <memory>
@@ -72,7 +74,9 @@ class TensorBatcher final : public IterDataPipe<TensorBatch<S>> {
       try {
         for (const S& row : chunk) stacker.add(row);
       } catch (...) {
-        skip(size - pulled);
+        // batch() would have taken the whole batch first, and dropped a short one unread.
+        const std::size_t skipped = skip(size - pulled);
+        if (shape_.drop_last && pulled + skipped < size) return std::nullopt;
         throw;
       }
       if (got < wanted) break;
@@ -90,16 +94,18 @@ class TensorBatcher final : public IterDataPipe<TensorBatch<S>> {
   }
 
  private:
-  /// Reads and drops up to `count` more rows.
-  void skip(std::size_t count) {
+  /// Reads and drops up to `count` more rows; returns how many there were.
+  std::size_t skip(std::size_t count) {
     std::vector<S> rows;
-    while (count > 0) {
+    std::size_t skipped = 0;
+    while (skipped < count) {
       rows.clear();
-      const std::size_t wanted = std::min(count, kMaxChunkRows);
+      const std::size_t wanted = std::min(count - skipped, kMaxChunkRows);
       const std::size_t got = source_.pull(rows, wanted);
-      count -= got;
-      if (got < wanted) return;
+      skipped += got;
+      if (got < wanted) break;
     }
+    return skipped;
   }
 
   Input<S> source_;

@@ -32,23 +32,26 @@ constexpr std::uint64_t kMaxReaderBatch = 64;
 static_assert(kUnknownHeldBytes > kSmallElementsBytes,
               "a thread's elements without a Serializer must keep to the prefetch counts");
 
-/// A worker process's sink while it hands over the tensors of its arena: an element counts, while
-/// in flight, its record and the arena's bytes it refers to.
+/// A worker process's sink while it hands over the tensors of its arena: each element's encoding
+/// writes them as references, and the element counts, while in flight, its record and the arena's
+/// bytes it refers to.
 class HandoverSink final : public ElementSink {
  public:
-  HandoverSink(RingSink& sink, TensorHandoverScope& handover, std::uint64_t& last_held)
-      : sink_(sink), handover_(handover), last_held_(last_held) {}
-  ByteWriter& begin() override { return sink_.begin(); }
+  HandoverSink(RingSink& sink, TensorArena& arena, std::uint64_t& last_referenced)
+      : sink_(sink), handover_(arena), last_referenced_(last_referenced) {}
+  ByteWriter& begin() override {
+    handover_.begin_element();
+    return sink_.begin();
+  }
   void end() override {
-    const std::uint64_t referenced = handover_.take_referenced_bytes();
-    sink_.end_referencing(referenced);
-    last_held_ = std::max<std::uint64_t>(referenced, 1);
+    sink_.end_referencing(handover_.referenced_bytes());  // the record is complete: then the element ends
+    last_referenced_ = std::max<std::uint64_t>(handover_.end_element(), 1);
   }
 
  private:
   RingSink& sink_;
-  TensorHandoverScope& handover_;
-  std::uint64_t& last_held_;
+  TensorHandoverScope handover_;
+  std::uint64_t& last_referenced_;
 };
 
 class Worker final : public GroupChild {
@@ -181,9 +184,12 @@ class Worker final : public GroupChild {
     const auto count_written = [&] { progress_.produced += sink_.elements_ended() - ended_before; };
     std::size_t written = 0;
     try {
-      TensorHandoverScope handover(arena_);
-      HandoverSink handover_sink(sink_, handover, arena_element_bytes_);
-      written = encoder_->encode(wanted, arena_ != nullptr ? static_cast<ElementSink&>(handover_sink) : sink_);
+      if (arena_ != nullptr) {
+        HandoverSink handover(sink_, *arena_, arena_element_bytes_);
+        written = encoder_->encode(wanted, handover);
+      } else {
+        written = encoder_->encode(wanted, sink_);
+      }
     } catch (...) {
       count_written();  // the elements before the failure were written
       throw;
