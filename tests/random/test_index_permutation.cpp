@@ -113,6 +113,34 @@ TEST_CASE("IndexPermutation: known answers", "[random][permutation]") {
         std::vector<std::uint64_t>{16256829030284629689ULL, 7176878979629035913ULL, 11940668370486095528ULL});
 }
 
+TEST_CASE("IndexPermutation: indices() gives operator()'s values for any run of positions", "[random][permutation]") {
+  // Runs of every length up to past two vector blocks (64 lanes each), from several starts, over
+  // small networks (extra rounds, frequent walks), 10M (walks past 10M) and the widest network.
+  for (const std::uint64_t n : {1ULL, 2ULL, 7ULL, 100ULL, 4097ULL, 10'000'000ULL, 1ULL << 40, ~0ULL}) {
+    CAPTURE(n);
+    const IndexPermutation perm(n, 99);
+    std::vector<std::uint64_t> mismatched;
+    for (const std::uint64_t start :
+         std::initializer_list<std::uint64_t>{0, 1, 63, n / 2, n - std::min<std::uint64_t>(n, 200)}) {
+      const std::uint64_t first = std::min(start, n - 1);
+      for (std::size_t count = 0; count <= std::min<std::uint64_t>(n - first, 200); ++count) {
+        std::vector<std::uint64_t> out(count + 1, 12345);  // one past the run, which must stay
+        perm.indices(first, count, out.data());
+        for (std::size_t i = 0; i < count; ++i) {
+          if (out[i] != perm(first + i)) mismatched.push_back(first + i);
+        }
+        if (out[count] != 12345) mismatched.push_back(~0ULL);
+      }
+    }
+    CHECK(mismatched.empty());
+  }
+  // a whole order of a mid-sized network in one call
+  const IndexPermutation perm(100'003, 5);
+  std::vector<std::uint64_t> all(perm.size());
+  perm.indices(0, all.size(), all.data());
+  CHECK(all == order_of(perm));
+}
+
 TEST_CASE("IndexPermutation: the smallest ranges", "[random][permutation]") {
   const IndexPermutation empty(0, 3);
   CHECK(empty.size() == 0);

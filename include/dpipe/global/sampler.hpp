@@ -104,13 +104,14 @@ class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingData
     step_ = 0;
     position_ = schedule_.owned_steps() > 0 ? schedule_.positions(schedule_.owned_step(0)).first : 0;
     ahead_ = position_;
+    computed_ = position_;
   }
 
   std::optional<Sampled<V>> next_impl() override {
     if (!advance()) return std::nullopt;
     const std::uint64_t step = schedule_.owned_step(step_);
     hint_ahead(schedule_.positions(step).second);
-    return sampled(step, indices_[position_++ % kAhead]);
+    return sampled(step, indices_[position_++ % kIndices]);
   }
 
   /// Reads in runs of kRun, having hinted the source (MapDataPipe::prefetch) up to kAhead
@@ -123,7 +124,7 @@ class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingData
       const std::uint64_t last = schedule_.positions(step).second;
       hint_ahead(last);
       const auto run = static_cast<std::size_t>(std::min<std::uint64_t>({last - position_, n - produced, kRun}));
-      for (std::size_t i = 0; i < run; ++i) out.push_back(sampled(step, indices_[position_++ % kAhead]));
+      for (std::size_t i = 0; i < run; ++i) out.push_back(sampled(step, indices_[position_++ % kIndices]));
       produced += run;
     }
     return produced;
@@ -142,19 +143,32 @@ class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingData
       if (++step_ < schedule_.owned_steps()) {
         position_ = schedule_.positions(schedule_.owned_step(step_)).first;
         ahead_ = position_;
+        computed_ = position_;
       }
     }
     return false;
   }
 
-  /// Computes the indices of the positions up to kAhead past the current one (within the step,
-  /// which ends at `last`) that are not yet, and hints the source of each.
+  /// Hints the source of each position up to kAhead past the current one (within the step, which
+  /// ends at `last`) not hinted yet, computing their indices first, kBlock at a time.
   void hint_ahead(std::uint64_t last) noexcept {
     for (const std::uint64_t until = std::min(last, position_ + kAhead); ahead_ < until; ++ahead_) {
-      const std::uint64_t index = settings_.shuffle() ? permutation_(ahead_) : ahead_;
-      indices_[ahead_ % kAhead] = index;
-      source_.prefetch(static_cast<K>(index));
+      if (ahead_ == computed_) compute_indices(last);
+      source_.prefetch(static_cast<K>(indices_[ahead_ % kIndices]));
     }
+  }
+
+  /// Computes the indices of up to kBlock positions from computed_ on, within the step (which ends
+  /// at `last`) and not past the end of indices_ (the next block starts at its beginning).
+  void compute_indices(std::uint64_t last) noexcept {
+    const std::size_t slot = computed_ % kIndices;
+    const auto count = static_cast<std::size_t>(std::min<std::uint64_t>({last - computed_, kBlock, kIndices - slot}));
+    if (settings_.shuffle()) {
+      permutation_.indices(computed_, count, &indices_[slot]);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) indices_[slot + i] = computed_ + i;
+    }
+    computed_ += count;
   }
 
   Sampled<V> sampled(std::uint64_t step, std::uint64_t index) {
@@ -163,15 +177,20 @@ class GlobalSampler final : public IterDataPipe<Sampled<V>>, public ShardingData
 
   static constexpr std::size_t kRun = 32;
   static constexpr std::size_t kAhead = 2 * kRun;
+  static constexpr std::size_t kBlock = 128;  // IndexPermutation::indices runs 64 lanes at a time
+  // positions [position_, computed_) keep their indices: computed_ - position_ <= kAhead + kBlock
+  static constexpr std::size_t kIndices = 256;
+  static_assert(kAhead + kBlock <= kIndices && kIndices % kBlock == 0);
 
   MapInput<K, V> source_;
   detail::GlobalSamplerSettings settings_;
   GlobalSchedule schedule_;
   IndexPermutation permutation_{0, 0};
-  std::uint64_t step_ = 0;      // the instance's step being read (an index into its owned steps)
-  std::uint64_t position_ = 0;  // the next position of that step
-  std::uint64_t ahead_ = 0;     // the positions before it have their indices in indices_ (and were hinted)
-  std::array<std::uint64_t, kAhead> indices_{};  // position p's index at p % kAhead
+  std::uint64_t step_ = 0;                         // the instance's step being read (an index into its owned steps)
+  std::uint64_t position_ = 0;                     // the next position of that step
+  std::uint64_t ahead_ = 0;                        // the positions before it were hinted
+  std::uint64_t computed_ = 0;                     // the positions before it have their indices in indices_
+  std::array<std::uint64_t, kIndices> indices_{};  // position p's index at p % kIndices
 };
 
 }  // namespace dpipe
