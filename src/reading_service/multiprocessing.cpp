@@ -148,7 +148,9 @@ DataPipePtr MultiProcessingReadingService::start(DataPipePtr graph, const detail
       .host_allocator = allocator_,
       .tensor_arena_bytes = threads || allocator_ != nullptr
                                 ? 0
-                                : options_.tensor_arena_bytes.value_or(std::size_t{4} * options_.queue_bytes)};
+                                : options_.tensor_arena_bytes.value_or(std::size_t{4} * options_.queue_bytes),
+      .small_elements_bytes = graph::find_global_end(graph) != nullptr ? detail::mp::kGlobalOrderSmallElementsBytes
+                                                                       : detail::mp::kSmallElementsBytes};
   auto split = split_for_workers(std::move(graph));
   if (!threads) {
     if (split.dispatched) require_encodable(split.dispatched, "the output of the dispatching process");

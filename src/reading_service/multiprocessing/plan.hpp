@@ -43,6 +43,10 @@ using WorkerMerge = RecordMerge<CyclicOrder>;
 /// per run instead of one per few elements. Memory stays bounded by this allowance. What an
 /// element takes: its record for a worker process, its held_bytes() estimate for a worker thread.
 inline constexpr std::uint64_t kSmallElementsBytes = std::uint64_t{64} << 10;
+/// The allowance under a global order, whose checkpoint holds nothing of what is in flight (only
+/// the global position): workers run further ahead of a main process that a busy core keeps from
+/// running, instead of waiting for it.
+inline constexpr std::uint64_t kGlobalOrderSmallElementsBytes = std::uint64_t{1} << 20;
 
 /// torchdata's round_robin_demux buffer: how many of a worker's elements the dispatching child
 /// holds while that worker takes none (BufferOverflowError beyond).
@@ -65,6 +69,7 @@ struct GroupConfig {
   bool threads = false;                // the children are threads of this process, not forked processes
   HostAllocatorPtr host_allocator;     // worker threads' current allocator (null: the heap)
   std::size_t tensor_arena_bytes = 0;  // each worker process's tensor arena (0: none)
+  std::uint64_t small_elements_bytes = kSmallElementsBytes;  // see kSmallElementsBytes
 };
 
 /// "worker process 1" or "worker thread 1"; "dispatching process" or "dispatching thread".

@@ -31,10 +31,11 @@ PoolSizes pool_sizes(const GroupPlan& plan) {
   PoolSizes sizes;
   sizes.workers = plan.config.num_workers;
   sizes.dispatcher = plan.dispatched != nullptr;
-  sizes.data_ring = ring_capacity(plan.config.threads ? kSmallElementsBytes + 2 * kHandleRecordBytes *
-                                                                                  (plan.config.worker_prefetch_cnt +
-                                                                                   plan.config.main_prefetch_cnt + 16)
-                                                      : plan.config.queue_bytes);
+  sizes.data_ring =
+      ring_capacity(plan.config.threads ? plan.config.small_elements_bytes +
+                                              2 * kHandleRecordBytes *
+                                                  (plan.config.worker_prefetch_cnt + plan.config.main_prefetch_cnt + 16)
+                                        : plan.config.queue_bytes);
   sizes.dispatch_ring = kDispatchRing;
   sizes.control_ring = kControlRing;
   sizes.reply_ring = kReplyRing;

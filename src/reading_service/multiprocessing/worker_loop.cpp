@@ -28,8 +28,8 @@ namespace {
 constexpr std::size_t kBatch = 16;
 /// The most elements a starving main process is left asleep for: each wake-up costs it (and the
 /// worker whose core it takes) two context switches, so small elements are read in runs of this.
-constexpr std::uint64_t kMaxReaderBatch = 64;
-static_assert(kUnknownHeldBytes > kSmallElementsBytes,
+constexpr std::uint64_t kMaxReaderBatch = 512;
+static_assert(kUnknownHeldBytes > kGlobalOrderSmallElementsBytes && kUnknownHeldBytes > kSmallElementsBytes,
               "a thread's elements without a Serializer must keep to the prefetch counts");
 
 /// A worker process's sink while it hands over the tensors of its arena: each element's encoding
@@ -116,7 +116,7 @@ class Worker final : public GroupChild {
   }
 
   /// Room for another element: fewer than the prefetch counts are in flight, or the elements in
-  /// flight are small ones that together take less than kSmallElementsBytes; a fed worker keeps
+  /// flight are small ones that together take less than the allowance; a fed worker keeps
   /// within its lead; and a worker with a tensor arena within its arena_room().
   [[nodiscard]] bool has_room() override {
     const std::uint64_t in_flight = sink_.writer().elements_in_flight();
@@ -149,7 +149,8 @@ class Worker final : public GroupChild {
   /// The bytes the allowance for small elements still has room for.
   [[nodiscard]] std::uint64_t small_elements_room() {
     const std::uint64_t bytes = sink_.bytes_in_flight();
-    return bytes < kSmallElementsBytes ? kSmallElementsBytes - bytes : 0;
+    const std::uint64_t allowance = plan_.config.small_elements_bytes;
+    return bytes < allowance ? allowance - bytes : 0;
   }
   /// The average size (at least 1) of the elements in flight, of which there were `in_flight`
   /// when the caller looked (the main process may have read some since), or 0 when none was.
@@ -163,7 +164,7 @@ class Worker final : public GroupChild {
     if (average != 0) {
       // Wake the main process for half of what may be in flight, in runs of up to kMaxReaderBatch.
       sink_.writer().set_reader_batch(std::max<std::uint64_t>(
-          budget_ / 2 + 1, std::min<std::uint64_t>(kSmallElementsBytes / 2 / average, kMaxReaderBatch)));
+          budget_ / 2 + 1, std::min<std::uint64_t>(plan_.config.small_elements_bytes / 2 / average, kMaxReaderBatch)));
     }
     std::size_t wanted = 0;
     if (feed_header_ != nullptr) {
@@ -221,13 +222,13 @@ class Worker final : public GroupChild {
       return;
     }
     if (!sink_.counts_held_bytes()) {
-      sink_.writer().request_wake_for_elements(budget_ / 2, kSmallElementsBytes / 2);
+      sink_.writer().request_wake_for_elements(budget_ / 2, plan_.config.small_elements_bytes / 2);
       return;
     }
     // The ring cannot count what a thread's elements hold: half the allowance, in elements of the
     // average size in flight.
     const std::uint64_t average = average_in_flight(sink_.writer().elements_in_flight());
-    const std::uint64_t half_allowance = average == 0 ? 0 : kSmallElementsBytes / 2 / average;
+    const std::uint64_t half_allowance = average == 0 ? 0 : plan_.config.small_elements_bytes / 2 / average;
     sink_.writer().request_wake_for_elements(std::max<std::uint64_t>(budget_ / 2, half_allowance));
   }
   void clear_wakes() override { sink_.writer().clear_wake(); }
