@@ -1,6 +1,8 @@
 // IndexPermutation: the network's radices and round count for n, and the round keys for a key.
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cassert>
 
@@ -55,25 +57,26 @@ IndexPermutation::IndexPermutation(std::uint64_t n, std::uint64_t key)
   }
 }
 
-// Compiled once per instruction set, the best one picked when the library loads (an ifunc): the
-// round loops are vector code there, 8 values per instruction under AVX-512.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
-#endif
-bool IndexPermutation::encrypt_lanes(std::uint64_t first, std::size_t count, std::uint64_t* out) const noexcept {
+namespace {
+
+/// encrypt_lanes() for the instruction set of the function it is inlined into: the rounds
+/// outside and the lanes inside, so that each round is one loop the compiler vectorizes.
+template <class RoundKey>
+[[gnu::always_inline]] inline bool encrypt_block(const RoundKey* keys, unsigned rounds, unsigned right_bits,
+                                                 std::uint64_t left_size, std::uint64_t size, std::uint64_t first,
+                                                 std::size_t count, std::uint64_t* out) noexcept {
+  constexpr std::size_t kLanes = 64;
   std::array<std::uint64_t, kLanes> left;   // NOLINT(cppcoreguidelines-pro-type-member-init): lanes < count are set
   std::array<std::uint64_t, kLanes> right;  // NOLINT(cppcoreguidelines-pro-type-member-init)
-  const unsigned right_bits = right_bits_;
-  const std::uint64_t right_mask = right_mask_;
-  const std::uint64_t left_size = left_size_;
+  const std::uint64_t right_mask = (std::uint64_t{1} << right_bits) - 1;
   for (std::size_t lane = 0; lane < count; ++lane) {
     left[lane] = (first + lane) >> right_bits;
     right[lane] = (first + lane) & right_mask;
   }
-  for (unsigned round = 0; round < rounds_; round += 2) {
+  for (unsigned round = 0; round < rounds; round += 2) {
     // round_pair(), written with a select in place of the borrow so that the lane loop vectorizes
-    const RoundKey add_key = round_keys_[round];
-    const RoundKey xor_key = round_keys_[round + 1];
+    const RoundKey add_key = keys[round];
+    const RoundKey xor_key = keys[round + 1];
     for (std::size_t lane = 0; lane < count; ++lane) {
       // the 32-bit product as the low half of a 64-bit one: the lanes stay 64 bits wide
       const std::uint64_t hash =
@@ -89,9 +92,58 @@ bool IndexPermutation::encrypt_lanes(std::uint64_t first, std::size_t count, std
   bool walks = false;
   for (std::size_t lane = 0; lane < count; ++lane) {
     out[lane] = (left[lane] << right_bits) | right[lane];
-    walks |= out[lane] >= size_;
+    walks |= out[lane] >= size;
   }
   return walks;
+}
+
+template <class RoundKey>
+bool encrypt_block_baseline(const RoundKey* keys, unsigned rounds, unsigned right_bits, std::uint64_t left_size,
+                            std::uint64_t size, std::uint64_t first, std::size_t count, std::uint64_t* out) noexcept {
+  return encrypt_block(keys, rounds, right_bits, left_size, size, first, count, out);
+}
+
+// The same compiled for AVX2 and for AVX-512, picked by what the CPU has at the first call (not an
+// ifunc: a resolver runs before a sanitizer's runtime is up).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DPIPE_PERMUTATION_VECTOR_CLONES 1
+template <class RoundKey>
+[[gnu::target("avx2")]] bool encrypt_block_avx2(const RoundKey* keys, unsigned rounds, unsigned right_bits,
+                                                std::uint64_t left_size, std::uint64_t size, std::uint64_t first,
+                                                std::size_t count, std::uint64_t* out) noexcept {
+  return encrypt_block(keys, rounds, right_bits, left_size, size, first, count, out);
+}
+template <class RoundKey>
+[[gnu::target("avx512f,avx512dq,avx512vl,avx512bw")]] bool encrypt_block_avx512(
+    const RoundKey* keys, unsigned rounds, unsigned right_bits, std::uint64_t left_size, std::uint64_t size,
+    std::uint64_t first, std::size_t count, std::uint64_t* out) noexcept {
+  return encrypt_block(keys, rounds, right_bits, left_size, size, first, count, out);
+}
+#endif
+
+}  // namespace
+
+bool IndexPermutation::encrypt_lanes(std::uint64_t first, std::size_t count, std::uint64_t* out) const noexcept {
+  static_assert(kLanes == 64, "encrypt_block's arrays hold kLanes lanes");
+  using Block = bool (*)(const RoundKey*, unsigned, unsigned, std::uint64_t, std::uint64_t, std::uint64_t, std::size_t,
+                         std::uint64_t*) noexcept;
+  // Constant-initialized: no guard, nothing a fork could catch half-done.
+  static std::atomic<Block> chosen{nullptr};
+  Block block = chosen.load(std::memory_order_relaxed);
+  if (block == nullptr) {
+    block = &encrypt_block_baseline<RoundKey>;
+#ifdef DPIPE_PERMUTATION_VECTOR_CLONES
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw")) {
+      block = &encrypt_block_avx512<RoundKey>;
+    } else if (__builtin_cpu_supports("avx2")) {
+      block = &encrypt_block_avx2<RoundKey>;
+    }
+#endif
+    chosen.store(block, std::memory_order_relaxed);
+  }
+  return block(round_keys_.data(), rounds_, right_bits_, left_size_, size_, first, count, out);
 }
 
 void IndexPermutation::indices(std::uint64_t first, std::size_t count, std::uint64_t* out) const noexcept {

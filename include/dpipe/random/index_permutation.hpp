@@ -38,7 +38,7 @@ class IndexPermutation {
 
   /// Writes the indices at positions `first` .. `first + count - 1` to out[0 .. count): the values
   /// operator() gives, computed many positions at a time with the vector units (AVX-512 or AVX2
-  /// where the CPU has them, chosen at load time), about 1 ns per index. REQUIRES: first + count <=
+  /// where the CPU has them, chosen at the first call), 2-3 ns per index. REQUIRES: first + count <=
   /// size(), checked by a debug assert only.
   void indices(std::uint64_t first, std::size_t count, std::uint64_t* out) const noexcept;
 
@@ -90,9 +90,9 @@ class IndexPermutation {
     right = (right ^ product ^ (product >> 32)) & right_mask_;
   }
 
-  /// Writes encrypt(first + lane) to out[lane] for each lane < count <= kLanes, with the rounds
-  /// outside and the lanes inside, so that each round is one loop the compiler vectorizes. Returns
-  /// whether a value is >= n (it must walk on).
+  /// Writes encrypt(first + lane) to out[lane] for each lane < count <= kLanes, in vector code
+  /// for the CPU's instruction set (picked at the first call). Returns whether a value is >= n
+  /// (it must walk on).
   bool encrypt_lanes(std::uint64_t first, std::size_t count, std::uint64_t* out) const noexcept;
 
   /// sum mod modulus for sum < 2 * modulus, branch-free: the subtraction's borrow picks the result.
