@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 
@@ -17,6 +18,7 @@
 
 #include "io/batch_read.hpp"
 #include "io/crc32c.hpp"
+#include "io/file_mapping.hpp"
 #include "io/index_scan.hpp"
 
 namespace dpipe::io {
@@ -185,7 +187,7 @@ struct BatchSlot {
 };
 
 struct IndexedReader::Reading {
-  explicit Reading(std::size_t files) : descriptors(files, -1) {}
+  explicit Reading(std::size_t files) : descriptors(files, -1), maps(files), map_tried(files, false) {}
   Reading(const Reading&) = delete;
   Reading& operator=(const Reading&) = delete;
   ~Reading() {
@@ -193,7 +195,9 @@ struct IndexedReader::Reading {
       if (descriptor >= 0) ::close(descriptor);
   }
 
-  std::vector<int> descriptors;  // per file, -1 until opened
+  std::vector<int> descriptors;   // per file, -1 until opened
+  std::vector<FileMapping> maps;  // per file, with memory_map: mapped on first use
+  std::vector<bool> map_tried;    // per file: maps[file] was made (perhaps unmapped)
   std::unique_ptr<char[]> block;
   std::size_t capacity = 0;        // block's bytes (a read's, then JsonDecoder::kPadding)
   std::size_t block_file = kNone;  // the file block holds bytes of
@@ -243,12 +247,14 @@ IndexedReader::IndexedReader(std::vector<std::string> files, IndexedReadRules ru
   shared->paths = std::move(files);
   files_ = std::move(shared);
   read_ahead_limit_ = options.read_ahead_bytes;
+  memory_map_ = options.memory_map;
   reading_ = std::make_unique<Reading>(files_->files.size());
 }
 
 IndexedReader::IndexedReader(const IndexedReader& other)
     : files_(other.files_),
       read_ahead_limit_(other.read_ahead_limit_),
+      memory_map_(other.memory_map_),
       reading_(std::make_unique<Reading>(other.files_->files.size())) {}
 
 IndexedReader::~IndexedReader() = default;
@@ -267,7 +273,15 @@ RecordLocation IndexedReader::locate(std::size_t key) const noexcept {
 
 void IndexedReader::hint(std::size_t key) const noexcept {
   auto& reading = *reading_;  // the reading state, not the reader's value
-  if (key >= size() || reading.is_hinted(key)) return;
+  if (key >= size()) return;
+  if (memory_map_) {  // a map needs no batches: the record's first bytes are brought into the caches
+    const RecordLocation location = locate(key);
+    if (const FileMapping* map = mapping(location.file); map != nullptr) {
+      map->prefetch(location.span.offset, static_cast<std::size_t>(location.span.size));
+    }
+    return;
+  }
+  if (reading.is_hinted(key)) return;
   auto& hinted = reading.hinted;
   if (reading.hinted_count == hinted.size()) {
     std::copy(hinted.begin() + 1, hinted.end(), hinted.begin());  // the oldest gives way
@@ -276,13 +290,45 @@ void IndexedReader::hint(std::size_t key) const noexcept {
   hinted[reading.hinted_count++] = key;
 }
 
-int IndexedReader::descriptor(std::size_t number) noexcept {
+int IndexedReader::descriptor(std::size_t number) const noexcept {
   int& opened = reading_->descriptors[number];
   while (opened < 0) {
     opened = ::open(files_->files[number].path.c_str(), O_RDONLY | O_CLOEXEC);
     if (opened < 0 && errno != EINTR) break;
   }
   return opened;
+}
+
+const FileMapping* IndexedReader::mapping(std::size_t number) const noexcept {
+  auto& reading = *reading_;
+  if (!reading.map_tried[number]) {
+    reading.map_tried[number] = true;
+    struct stat status {};
+    const int opened = descriptor(number);
+    if (opened >= 0 && ::fstat(opened, &status) == 0 && status.st_size > 0) {
+      reading.maps[number] = FileMapping(opened, static_cast<std::uint64_t>(status.st_size));
+    }
+  }
+  const FileMapping& map = reading.maps[number];
+  return map.mapped() ? &map : nullptr;
+}
+
+bool IndexedReader::copy_mapped(std::size_t key, const RecordLocation& location) {
+  auto& reading = *reading_;
+  const FileMapping* map = mapping(location.file);
+  if (map == nullptr) return false;
+  const auto size = static_cast<std::size_t>(location.span.size);
+  if (reading.capacity < size + JsonDecoder::kPadding) {
+    reading.capacity = std::max(size + JsonDecoder::kPadding, 2 * reading.capacity);
+    reading.block = std::make_unique_for_overwrite<char[]>(reading.capacity);
+  }
+  reading.block_file = kNone;
+  if (!map->copy(location.span.offset, size, reading.block.get())) return false;
+  reading.block_file = location.file;
+  reading.block_offset = location.span.offset;
+  reading.block_size = size;
+  reading.last_key = key;
+  return true;
 }
 
 DataError IndexedReader::truncated(const Fetched& fetched, std::uint64_t got, std::string_view node) const {
@@ -351,6 +397,12 @@ void IndexedReader::read_hinted() {
 Fetched IndexedReader::fetch(std::size_t key, std::string_view node) {
   auto& reading = *reading_;
   const auto& shared = *files_;
+  if (memory_map_) {
+    const RecordLocation location = locate(key);
+    if (copy_mapped(key, location)) {
+      return {&shared.files[location.file], location.record, location.span, reading.block.get()};
+    }
+  }
   const bool in_order = reading.last_key != kNone && key == reading.last_key + 1;
   reading.last_key = key;
   if (reading.hinted_count > 0 && reading.is_hinted(key)) read_hinted();

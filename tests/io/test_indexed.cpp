@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
 #include <string>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -593,6 +595,96 @@ TEST_CASE("indexed_records: a batched read of a file cut short fails as a pread 
     for (const std::size_t key : {3U, 1U}) node.prefetch(key);
     CHECK(data_error_of([&] { (void)records.get(3); }) == alone);
     CHECK(records.get(1) == "second");
+  }
+}
+
+TEST_CASE("indexed_records: memory_map reads the records pread reads / in every format", "[io][indexed]") {
+  const IndexOptions mapped{.memory_map = true};
+  TFRecordFiles files;
+  check_records(dpipe::io::indexed_records<IndexedFormat::kTFRecord>(files.paths, mapped),
+                sequential(files.paths, dpipe::io::tfrecord_records()));
+  TempDir dir;
+  const std::vector<std::string> lines{dir.write("a.txt", "header\none\ntwo\n\nthree\n"), dir.write("c.txt", ""),
+                                       dir.write("b.txt", "four\r\nfive")};
+  check_records(dpipe::io::indexed_records<IndexedFormat::kLines>(lines, mapped, {.skip_lines = 1}),
+                sequential(lines, dpipe::io::readlines({.skip_lines = 1}, dpipe::io::lines_only)));
+  const std::vector<std::string> json{dir.write("a.jsonl", "{\"id\": 1}\n\n[1, 2.5, null]\r\n\"s\"")};
+  check_records(dpipe::io::indexed_records<IndexedFormat::kJsonLines>(json, mapped),
+                sequential(json, dpipe::io::parse_jsonl()));
+  const std::vector<std::string> csv{dir.write("a.csv", "id,text\n1,\"quoted, with comma\"\n2,x\r\n3,last")};
+  check_records(dpipe::io::indexed_records<IndexedFormat::kCsv>(csv, mapped, {.skip_lines = 1}),
+                sequential(csv, dpipe::io::parse_csv({.skip_lines = 1})));
+  const std::string tar = dir / "a.tar";
+  dpipe::testing::write_archive(tar, "pax", "none",
+                                {{"s/000.jpg", std::string(100000, 'j')}, {"s/000.cls", "0"}, {"s/001.jpg", "1"}});
+  check_records(dpipe::io::indexed_records<IndexedFormat::kTar>({tar}, mapped),
+                sequential(std::vector{tar}, dpipe::io::load_from_tar()));
+  check_records(dpipe::io::indexed_records<IndexedFormat::kWebDataset>({tar}, mapped),
+                collect(dpipe::iter::from(std::vector{tar}) | dpipe::io::open_files() | dpipe::io::load_from_tar() |
+                        dpipe::io::webdataset()));
+  // A map needs no batches: hints are passed over, and nothing is read through a ring.
+  const auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>(files.paths, mapped);
+  const auto batched = dpipe::io::detail::batched_records();
+  for (const std::size_t key : {5U, 1U, 250U}) records.node().prefetch(key);
+  CHECK(records.get(250) == sequential(files.paths, dpipe::io::tfrecord_records())[250]);
+  CHECK(dpipe::io::detail::batched_records() == batched);
+}
+
+TEST_CASE("indexed_records: a file cut short under its map is the DataError pread gives / not a SIGBUS",
+          "[io][indexed]") {
+  // Records of 5000 bytes: cut to its first page, the file no longer holds the pages the map has
+  // for the later records, and a copy out of them faults (SIGBUS).
+  TempDir dir;
+  const std::vector<std::string> texts{std::string(5000, 'a'), std::string(5000, 'b'), std::string(5000, 'c')};
+  const std::string path = dir.write("a.tfrecord", dpipe::testing::frames(texts));
+  const auto mapped = dpipe::io::indexed_records<IndexedFormat::kTFRecord>({path}, {.memory_map = true});
+  const auto read = dpipe::io::indexed_records<IndexedFormat::kTFRecord>({path});
+  CHECK(mapped.get(0) == texts[0]);  // the file is mapped whole
+  fs::resize_file(path, 4096);
+  const std::string expected =
+      "' byte offset 10032: record 3: the file ends after 0 of the record's 5016 bytes (it "
+      "changed since it was indexed)";
+  CHECK(after_label(data_error_of([&] { (void)mapped.get(2); })) == "'" + path + expected);
+  CHECK(after_label(data_error_of([&] { (void)read.get(2); })) == "'" + path + expected);
+  // The handler stays: the next fault is caught too, and a record the file still holds reads.
+  CHECK_THAT(data_error_of([&] { (void)mapped.get(1); }),
+             Catch::Contains("' byte offset 5016: record 2: the file ends after 0 of the record's 5016 bytes"));
+  CHECK(after_label(data_error_of([&] { (void)mapped.get(0); })) ==
+        "'" + path +
+            "' byte offset 0: record 1: the file ends after 4096 of the record's 5016 bytes (it changed "
+            "since it was indexed)");
+
+  // A SIGBUS outside a copy still ends the process: a child touches a page past the file's end.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const int quiet = ::open("/dev/null", O_WRONLY);  // no report of the child's death (a sanitizer's, Catch's)
+    ::dup2(quiet, STDOUT_FILENO);
+    ::dup2(quiet, STDERR_FILENO);
+    const int descriptor = ::open(path.c_str(), O_RDONLY);
+    auto* page = static_cast<volatile const char*>(::mmap(nullptr, 3 * 4096, PROT_READ, MAP_SHARED, descriptor, 0));
+    if (page == MAP_FAILED) ::_exit(3);
+    const char byte = page[2 * 4096];  // past the end: SIGBUS
+    ::_exit(byte == 0 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));  // SIGBUS (or the sanitizer's abort after its report)
+}
+
+TEST_CASE("indexed_records: worker threads and processes read a global order through maps of their own",
+          "[io][indexed][global][concurrency]") {
+  TFRecordFiles files;
+  const auto records = dpipe::io::indexed_records<IndexedFormat::kTFRecord>(files.paths, {.memory_map = true});
+  std::vector<std::string> expected;
+  for (const std::size_t key : global_keys(records.size(), 9)) expected.push_back(records.get(key));
+  for (const auto kind : {dpipe::WorkerKind::kThread, dpipe::WorkerKind::kProcess}) {
+    INFO((kind == dpipe::WorkerKind::kThread ? "worker threads" : "worker processes"));
+    dpipe::DataLoader2<std::vector<std::string>> loader(
+        dpipe::global_order(records).batch(64),
+        dpipe::MultiProcessingReadingService({.num_workers = 2, .worker_kind = kind}));
+    loader.seed(9);
+    CHECK(flat_epoch(loader) == expected);
   }
 }
 

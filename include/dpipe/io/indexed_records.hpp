@@ -126,9 +126,13 @@ struct IndexedReadRules {
 struct IndexedFiles;
 /// One record's bytes, as IndexedReader read them.
 struct Fetched;
+/// A read-only map of a file (src/io/file_mapping.hpp).
+class FileMapping;
 
 /// Reads records by number through the indexes of its files, with pread on one descriptor per
-/// file (opened on first use, with O_CLOEXEC). A read that misses its buffer reads the record
+/// file (opened on first use, with O_CLOEXEC), or with IndexOptions::memory_map by copying each
+/// record out of a map of its file (mapped on first use; no hints, no read-ahead; a record the map
+/// cannot give is read with pread). A read that misses its buffer reads the record
 /// alone, or, while reads go through the records in order, also the records after it up to
 /// IndexOptions::read_ahead_bytes (doubling from 16 KiB): later reads of those are served from the
 /// buffer. Records named by hint() are read together instead: the first read of one of them
@@ -181,7 +185,12 @@ class IndexedReader {
   /// Reads the hinted records, as one batch of reads.
   void read_hinted();
   /// File `number`'s descriptor, opened on first use; -1 (errno set) when it cannot be opened.
-  int descriptor(std::size_t number) noexcept;
+  int descriptor(std::size_t number) const noexcept;
+  /// File `number`'s map, made on first use (memory_map); null when it cannot be mapped.
+  [[nodiscard]] const FileMapping* mapping(std::size_t number) const noexcept;
+  /// With memory_map, copies record `key` (at `location`) out of its file's map into the buffer;
+  /// false when it cannot (no map, or the file no longer holds it).
+  bool copy_mapped(std::size_t key, const RecordLocation& location);
   /// The DataError of a record that the file ends inside of, after `got` of its bytes.
   [[nodiscard]] DataError truncated(const Fetched& fetched, std::uint64_t got, std::string_view node) const;
   /// "record N: " for a TFRecord record (as tfrecord_records' messages start), else "".
@@ -195,6 +204,7 @@ class IndexedReader {
 
   std::shared_ptr<const IndexedFiles> files_;
   std::size_t read_ahead_limit_ = 0;
+  bool memory_map_ = false;
   std::unique_ptr<Reading> reading_;
 };
 
