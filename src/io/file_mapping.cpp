@@ -7,62 +7,116 @@
 #include <csetjmp>
 #include <csignal>
 #include <cstring>
-#include <mutex>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <utility>
 
 namespace dpipe::io::detail {
 namespace {
 
-/// The jump out of the copy this thread is doing, or null.
-thread_local sigjmp_buf* copy_in_progress = nullptr;
-/// The SIGBUS action ours replaced when it was installed last.
-struct sigaction previous_action {};
-std::mutex installing;
+/// The most maps all FileMappings hold at once: a quarter of Linux's default vm.max_map_count,
+/// so that the process's other maps (malloc's, thread stacks, shared memory) never run short.
+/// Files past it are read with pread.
+constexpr int kMostMaps = 16384;
+std::atomic<int> maps_held{0};
 
-/// A SIGBUS inside a copy ends the copy; any other goes where it went before.
+/// The copy this thread is doing, read by the signal handler: where to jump, and the bytes whose
+/// fault ends the copy. Volatile, and set between signal fences: a handler reads them.
+struct CopyInProgress {
+  sigjmp_buf* volatile jump = nullptr;
+  const char* volatile begin = nullptr;
+  const char* volatile end = nullptr;
+};
+thread_local CopyInProgress copy_in_progress;
+/// Set while this thread passes a signal on to the handler before ours: a handler that passes it
+/// back to ours (it took ours as its own previous one) ends the loop there.
+thread_local volatile bool passing_on = false;
+
+/// The SIGBUS action ours replaced when it was installed last; written before it is published,
+/// never changed after (a new install publishes a new one).
+std::atomic<const struct sigaction*> previous_action{nullptr};
+
+/// Lets SIGBUS end the process as it does by default: `signal` again, for one that no fault
+/// raised (a fault's access runs again when the handler returns, and faults again).
+void end_by_default(int signal, const siginfo_t* info) {
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(SIGBUS, &default_action, nullptr);
+  if (info == nullptr || info->si_code <= 0) ::raise(signal);
+}
+
+bool is_ours(const struct sigaction& action) noexcept;
+
+/// A fault inside a copy's bytes ends the copy; any other SIGBUS goes where it went before.
 extern "C" void on_sigbus(int signal, siginfo_t* info, void* context) {
-  if (sigjmp_buf* copy = copy_in_progress; copy != nullptr) {
-    copy_in_progress = nullptr;
-    siglongjmp(*copy, 1);
+  CopyInProgress& copy = copy_in_progress;
+  if (sigjmp_buf* jump = copy.jump; jump != nullptr && info != nullptr && info->si_code > 0) {
+    const auto* address = static_cast<const char*>(info->si_addr);
+    if (address >= copy.begin && address < copy.end) {
+      copy.jump = nullptr;
+      siglongjmp(*jump, 1);
+    }
   }
-  if ((previous_action.sa_flags & SA_SIGINFO) != 0) {
-    previous_action.sa_sigaction(signal, info, context);
-  } else if (previous_action.sa_handler != SIG_DFL && previous_action.sa_handler != SIG_IGN) {
-    previous_action.sa_handler(signal);
+  const struct sigaction* previous = previous_action.load(std::memory_order_acquire);
+  if (passing_on || previous == nullptr || is_ours(*previous)) {
+    end_by_default(signal, info);
+    return;
+  }
+  passing_on = true;
+  if ((previous->sa_flags & SA_SIGINFO) != 0) {
+    previous->sa_sigaction(signal, info, context);
+  } else if (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN) {
+    previous->sa_handler(signal);
   } else {
-    // The default action: the faulting access runs again and the signal ends the process. (A
-    // fault's SIGBUS cannot be ignored.)
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    sigemptyset(&default_action.sa_mask);
-    sigaction(SIGBUS, &default_action, nullptr);
+    end_by_default(signal, info);  // a fault's SIGBUS cannot be ignored
   }
+  passing_on = false;
+}
+
+bool is_ours(const struct sigaction& action) noexcept {
+  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == on_sigbus;
 }
 
 /// Makes on_sigbus the SIGBUS handler unless it is: once, and again after another handler took
-/// its place (a test framework's, say), which it then passes other signals on to.
+/// its place (a test framework's, say), which it then passes other signals on to. No lock (a fork
+/// could catch one held): two threads installing at once both install ours, and the second keeps
+/// the first one's previous handler.
 void install_handler() noexcept {
-  const std::lock_guard lock(installing);
   struct sigaction current {};
-  if (sigaction(SIGBUS, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) != 0 &&
-      current.sa_sigaction == on_sigbus) {
-    return;
-  }
+  if (sigaction(SIGBUS, nullptr, &current) == 0 && is_ours(current)) return;
   struct sigaction action {};
   action.sa_sigaction = on_sigbus;
   // SA_NODEFER: the jump out leaves SIGBUS unblocked, so the next cut file is caught too.
   action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGBUS, &action, &previous_action);
+  using Action = struct sigaction;
+  auto* replaced = new Action{};  // NOLINT(cppcoreguidelines-owning-memory): published for good
+  if (sigaction(SIGBUS, &action, replaced) != 0 || is_ours(*replaced)) {
+    delete replaced;  // NOLINT(cppcoreguidelines-owning-memory)
+    return;
+  }
+  previous_action.store(replaced, std::memory_order_release);  // the old one stays: a handler may read it
+}
+
+std::uint64_t page_size() noexcept {
+  static const auto size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return size;
 }
 
 }  // namespace
 
 FileMapping::FileMapping(int descriptor, std::uint64_t size) noexcept {
   if (size == 0) return;
+  if (maps_held.fetch_add(1, std::memory_order_relaxed) >= kMostMaps) {
+    maps_held.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   void* data = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED, descriptor, 0);
-  if (data == MAP_FAILED) return;
+  if (data == MAP_FAILED) {
+    maps_held.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   ::madvise(data, static_cast<std::size_t>(size), MADV_RANDOM);  // a record's pages, not a read-ahead each
   data_ = static_cast<const char*>(data);
   size_ = size;
@@ -82,7 +136,14 @@ FileMapping& FileMapping::operator=(FileMapping&& other) noexcept {
 }
 
 FileMapping::~FileMapping() {
-  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), static_cast<std::size_t>(size_));  // NOLINT
+  if (data_ == nullptr) return;
+  ::munmap(const_cast<char*>(data_), static_cast<std::size_t>(size_));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  maps_held.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::uint64_t FileMapping::witness(std::uint64_t offset, std::size_t size) const noexcept {
+  const std::uint64_t page = page_size();
+  return (offset + size + page - 1) / page * page;
 }
 
 void FileMapping::prefetch(std::uint64_t offset, std::size_t size) const noexcept {
@@ -91,19 +152,28 @@ void FileMapping::prefetch(std::uint64_t offset, std::size_t size) const noexcep
   if (data_ == nullptr || offset >= size_) return;
   const std::uint64_t end = std::min<std::uint64_t>(size_, offset + std::min(size, kLine * kLines));
   for (std::uint64_t at = offset; at < end; at += kLine) __builtin_prefetch(data_ + at);
+  if (const std::uint64_t after = witness(offset, size); after < size_) __builtin_prefetch(data_ + after);
 }
 
 bool FileMapping::copy(std::uint64_t offset, std::size_t size, char* to) const noexcept {
-  if (data_ == nullptr || offset > size_ || size > size_ - offset) return false;
+  // A file cut inside a page reads as zeros in the rest of that page: the copy only vouches for
+  // bytes whose page is followed by one the file still holds (the witness faults otherwise).
+  const std::uint64_t after = witness(offset, size);
+  if (data_ == nullptr || offset > size_ || size > size_ - offset || after >= size_) return false;
   sigjmp_buf jump;
-  if (sigsetjmp(jump, 0) != 0) return false;  // a page past the file's end now: the handler jumped here
-  // The fences keep the compiler from moving the memcpy out from between the two stores, or
-  // dropping the first as dead: a signal handler reads it.
-  copy_in_progress = &jump;
+  if (sigsetjmp(jump, 0) != 0) return false;  // a fault in the bytes or the witness: the handler jumped here
+  CopyInProgress& copy = copy_in_progress;
+  copy.begin = data_ + offset;
+  copy.end = data_ + after + 1;
+  // The fences keep the compiler from moving the reads out from between the stores, or dropping
+  // the stores as dead: a signal handler reads them.
+  copy.jump = &jump;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   std::memcpy(to, data_ + offset, size);
+  const char witness_byte = *static_cast<const volatile char*>(data_ + after);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  copy_in_progress = nullptr;
+  copy.jump = nullptr;
+  (void)witness_byte;
   return true;
 }
 

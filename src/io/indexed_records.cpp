@@ -33,6 +33,7 @@ constexpr std::uint64_t kMaxBatchBytes = std::uint64_t{8} << 20;
 static_assert(IndexedReader::kMaxHints <= BatchReader::kMaxReads);
 
 std::atomic<std::uint64_t> batched_record_count{0};
+std::atomic<std::uint64_t> mapped_record_count{0};
 
 std::string member_path(const std::string& archive, std::string_view member) {
   return (std::filesystem::path(archive) / member).lexically_normal().string();
@@ -328,6 +329,7 @@ bool IndexedReader::copy_mapped(std::size_t key, const RecordLocation& location)
   reading.block_offset = location.span.offset;
   reading.block_size = size;
   reading.last_key = key;
+  mapped_record_count.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -681,6 +683,7 @@ IndexedReadRules read_rules(IndexedFormat format, const ArchiveOptions& options,
 }
 
 std::uint64_t batched_records() noexcept { return batched_record_count.load(std::memory_order_relaxed); }
+std::uint64_t mapped_records() noexcept { return mapped_record_count.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 

@@ -9,6 +9,8 @@
 #include <dpipe/random/index_permutation.hpp>
 #include <dpipe/random/philox.hpp>
 
+#include "random/vector_code.hpp"
+
 namespace dpipe {
 namespace {
 
@@ -123,27 +125,49 @@ template <class RoundKey>
 
 }  // namespace
 
+namespace {
+
+/// The vector code set_vector_code() picked, or kBest: the CPU's best, picked at the first call.
+/// Constant-initialized: no guard, nothing a fork could catch half-done.
+std::atomic<VectorCode> wanted_code{VectorCode::kBest};
+
+/// The code for `code` on this CPU; kBaseline where it lacks the instructions.
+VectorCode available(VectorCode code) noexcept {
+#ifdef DPIPE_PERMUTATION_VECTOR_CLONES
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  const bool avx2 = __builtin_cpu_supports("avx2");
+  if ((code == VectorCode::kBest || code == VectorCode::kAvx512) && avx512) return VectorCode::kAvx512;
+  if ((code == VectorCode::kBest || code == VectorCode::kAvx2 || code == VectorCode::kAvx512) && avx2) {
+    return VectorCode::kAvx2;
+  }
+#else
+  (void)code;
+#endif
+  return VectorCode::kBaseline;
+}
+
+}  // namespace
+
+VectorCode set_vector_code(VectorCode code) noexcept {
+  const VectorCode used = available(code);
+  wanted_code.store(used, std::memory_order_relaxed);
+  return used;
+}
+
 bool IndexPermutation::encrypt_lanes(std::uint64_t first, std::size_t count, std::uint64_t* out) const noexcept {
   static_assert(kLanes == 64, "encrypt_block's arrays hold kLanes lanes");
-  using Block = bool (*)(const RoundKey*, unsigned, unsigned, std::uint64_t, std::uint64_t, std::uint64_t, std::size_t,
-                         std::uint64_t*) noexcept;
-  // Constant-initialized: no guard, nothing a fork could catch half-done.
-  static std::atomic<Block> chosen{nullptr};
-  Block block = chosen.load(std::memory_order_relaxed);
-  if (block == nullptr) {
-    block = &encrypt_block_baseline<RoundKey>;
+  VectorCode code = wanted_code.load(std::memory_order_relaxed);
+  if (code == VectorCode::kBest) code = set_vector_code(VectorCode::kBest);
+  const auto run = [&](auto block) {
+    return block(round_keys_.data(), rounds_, right_bits_, left_size_, size_, first, count, out);
+  };
 #ifdef DPIPE_PERMUTATION_VECTOR_CLONES
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw")) {
-      block = &encrypt_block_avx512<RoundKey>;
-    } else if (__builtin_cpu_supports("avx2")) {
-      block = &encrypt_block_avx2<RoundKey>;
-    }
+  if (code == VectorCode::kAvx512) return run(encrypt_block_avx512<RoundKey>);
+  if (code == VectorCode::kAvx2) return run(encrypt_block_avx2<RoundKey>);
 #endif
-    chosen.store(block, std::memory_order_relaxed);
-  }
-  return block(round_keys_.data(), rounds_, right_bits_, left_size_, size_, first, count, out);
+  return run(encrypt_block_baseline<RoundKey>);
 }
 
 void IndexPermutation::indices(std::uint64_t first, std::size_t count, std::uint64_t* out) const noexcept {

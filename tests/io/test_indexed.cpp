@@ -599,24 +599,42 @@ TEST_CASE("indexed_records: a batched read of a file cut short fails as a pread 
 }
 
 TEST_CASE("indexed_records: memory_map reads the records pread reads / in every format", "[io][indexed]") {
+  // Files of many pages: the records of a file's last page are read with pread, the others are
+  // copied out of the map.
   const IndexOptions mapped{.memory_map = true};
+  const auto copies = dpipe::io::detail::mapped_records();
   TFRecordFiles files;
   check_records(dpipe::io::indexed_records<IndexedFormat::kTFRecord>(files.paths, mapped),
                 sequential(files.paths, dpipe::io::tfrecord_records()));
+  CHECK(dpipe::io::detail::mapped_records() > copies);
   TempDir dir;
-  const std::vector<std::string> lines{dir.write("a.txt", "header\none\ntwo\n\nthree\n"), dir.write("c.txt", ""),
+  std::string lines_text = "header\r\n";
+  std::string json_text;
+  std::string csv_text = "id,text\n";
+  for (int i = 0; i < 2000; ++i) {
+    lines_text +=
+        "line " + std::to_string(i) + std::string(static_cast<std::size_t>(i % 40), '.') + (i % 3 ? "\n" : "\r\n");
+    json_text += i % 5 == 0 ? "\n" : "{\"id\": " + std::to_string(i) + ", \"v\": [1, 2.5, null]}\n";
+    csv_text += std::to_string(i) + ",\"quoted, " + std::to_string(i) + "\"\n";
+  }
+  const std::vector<std::string> lines{dir.write("a.txt", lines_text), dir.write("c.txt", ""),
                                        dir.write("b.txt", "four\r\nfive")};
+  const auto before_lines = dpipe::io::detail::mapped_records();
   check_records(dpipe::io::indexed_records<IndexedFormat::kLines>(lines, mapped, {.skip_lines = 1}),
                 sequential(lines, dpipe::io::readlines({.skip_lines = 1}, dpipe::io::lines_only)));
-  const std::vector<std::string> json{dir.write("a.jsonl", "{\"id\": 1}\n\n[1, 2.5, null]\r\n\"s\"")};
+  CHECK(dpipe::io::detail::mapped_records() > before_lines);
+  const std::vector<std::string> json{dir.write("a.jsonl", json_text)};
   check_records(dpipe::io::indexed_records<IndexedFormat::kJsonLines>(json, mapped),
                 sequential(json, dpipe::io::parse_jsonl()));
-  const std::vector<std::string> csv{dir.write("a.csv", "id,text\n1,\"quoted, with comma\"\n2,x\r\n3,last")};
+  const std::vector<std::string> csv{dir.write("a.csv", csv_text)};
   check_records(dpipe::io::indexed_records<IndexedFormat::kCsv>(csv, mapped, {.skip_lines = 1}),
                 sequential(csv, dpipe::io::parse_csv({.skip_lines = 1})));
   const std::string tar = dir / "a.tar";
   dpipe::testing::write_archive(tar, "pax", "none",
-                                {{"s/000.jpg", std::string(100000, 'j')}, {"s/000.cls", "0"}, {"s/001.jpg", "1"}});
+                                {{"s/000.jpg", std::string(100000, 'j')},
+                                 {"s/000.cls", "0"},
+                                 {"s/001.jpg", "1"},
+                                 {"s/002.jpg", std::string(30000, 'k')}});
   check_records(dpipe::io::indexed_records<IndexedFormat::kTar>({tar}, mapped),
                 sequential(std::vector{tar}, dpipe::io::load_from_tar()));
   check_records(dpipe::io::indexed_records<IndexedFormat::kWebDataset>({tar}, mapped),
@@ -632,27 +650,37 @@ TEST_CASE("indexed_records: memory_map reads the records pread reads / in every 
 
 TEST_CASE("indexed_records: a file cut short under its map is the DataError pread gives / not a SIGBUS",
           "[io][indexed]") {
-  // Records of 5000 bytes: cut to its first page, the file no longer holds the pages the map has
-  // for the later records, and a copy out of them faults (SIGBUS).
+  // 12 records of a quarter page each (framed), cut inside the sixth: the file keeps part of its
+  // second page (read through the map: zeros past the new end) and none of its third (read
+  // through the map: SIGBUS).
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t framed = page / 4;
   TempDir dir;
-  const std::vector<std::string> texts{std::string(5000, 'a'), std::string(5000, 'b'), std::string(5000, 'c')};
+  std::vector<std::string> texts;
+  for (int i = 0; i < 12; ++i) texts.emplace_back(framed - 16, static_cast<char>('a' + i));
   const std::string path = dir.write("a.tfrecord", dpipe::testing::frames(texts));
   const auto mapped = dpipe::io::indexed_records<IndexedFormat::kTFRecord>({path}, {.memory_map = true});
   const auto read = dpipe::io::indexed_records<IndexedFormat::kTFRecord>({path});
   CHECK(mapped.get(0) == texts[0]);  // the file is mapped whole
-  fs::resize_file(path, 4096);
-  const std::string expected =
-      "' byte offset 10032: record 3: the file ends after 0 of the record's 5016 bytes (it "
-      "changed since it was indexed)";
-  CHECK(after_label(data_error_of([&] { (void)mapped.get(2); })) == "'" + path + expected);
-  CHECK(after_label(data_error_of([&] { (void)read.get(2); })) == "'" + path + expected);
-  // The handler stays: the next fault is caught too, and a record the file still holds reads.
-  CHECK_THAT(data_error_of([&] { (void)mapped.get(1); }),
-             Catch::Contains("' byte offset 5016: record 2: the file ends after 0 of the record's 5016 bytes"));
-  CHECK(after_label(data_error_of([&] { (void)mapped.get(0); })) ==
-        "'" + path +
-            "' byte offset 0: record 1: the file ends after 4096 of the record's 5016 bytes (it changed "
-            "since it was indexed)");
+  fs::resize_file(path, 5 * framed + framed / 2);
+  const auto cut = [&](std::size_t record, std::size_t got) {
+    return fmt::format("'{}' byte offset {}: record {}: the file ends after {} of the record's {} bytes (it changed "
+                       "since it was indexed)",
+                       path, record * framed, record + 1, got, framed);
+  };
+  // The sixth record's first half is there and its second half reads as zeros through the map:
+  // the cut, not a CRC error of zeros.
+  CHECK(after_label(data_error_of([&] { (void)mapped.get(5); })) == cut(5, framed / 2));
+  CHECK(after_label(data_error_of([&] { (void)read.get(5); })) == cut(5, framed / 2));
+  // The tenth record's page is gone (SIGBUS); the handler stays for the next fault.
+  CHECK(after_label(data_error_of([&] { (void)mapped.get(9); })) == cut(9, 0));
+  CHECK(after_label(data_error_of([&] { (void)mapped.get(11); })) == cut(11, 0));
+  // The fifth record is whole, but the page after it is gone: read with pread. The first record
+  // is whole and the file holds the page after it: copied out of the map.
+  CHECK(mapped.get(4) == texts[4]);
+  const auto copies = dpipe::io::detail::mapped_records();
+  CHECK(mapped.get(0) == texts[0]);
+  CHECK(dpipe::io::detail::mapped_records() == copies + 1);
 
   // A SIGBUS outside a copy still ends the process: a child touches a page past the file's end.
   const pid_t child = ::fork();
@@ -662,9 +690,9 @@ TEST_CASE("indexed_records: a file cut short under its map is the DataError prea
     ::dup2(quiet, STDOUT_FILENO);
     ::dup2(quiet, STDERR_FILENO);
     const int descriptor = ::open(path.c_str(), O_RDONLY);
-    auto* page = static_cast<volatile const char*>(::mmap(nullptr, 3 * 4096, PROT_READ, MAP_SHARED, descriptor, 0));
-    if (page == MAP_FAILED) ::_exit(3);
-    const char byte = page[2 * 4096];  // past the end: SIGBUS
+    auto* pages = static_cast<volatile const char*>(::mmap(nullptr, 3 * page, PROT_READ, MAP_SHARED, descriptor, 0));
+    if (pages == MAP_FAILED) ::_exit(3);
+    const char byte = pages[2 * page];  // past the end: SIGBUS
     ::_exit(byte == 0 ? 0 : 1);
   }
   int status = 0;

@@ -10,6 +10,8 @@
 
 #include <dpipe/random/index_permutation.hpp>
 
+#include "random/vector_code.hpp"
+
 namespace {
 
 using dpipe::IndexPermutation;
@@ -115,30 +117,41 @@ TEST_CASE("IndexPermutation: known answers", "[random][permutation]") {
 
 TEST_CASE("IndexPermutation: indices() gives operator()'s values for any run of positions", "[random][permutation]") {
   // Runs of every length up to past two vector blocks (64 lanes each), from several starts, over
-  // small networks (extra rounds, frequent walks), 10M (walks past 10M) and the widest network.
-  for (const std::uint64_t n : {1ULL, 2ULL, 7ULL, 100ULL, 4097ULL, 10'000'000ULL, 1ULL << 40, ~0ULL}) {
-    CAPTURE(n);
-    const IndexPermutation perm(n, 99);
-    std::vector<std::uint64_t> mismatched;
-    for (const std::uint64_t start :
-         std::initializer_list<std::uint64_t>{0, 1, 63, n / 2, n - std::min<std::uint64_t>(n, 200)}) {
-      const std::uint64_t first = std::min(start, n - 1);
-      for (std::size_t count = 0; count <= std::min<std::uint64_t>(n - first, 200); ++count) {
-        std::vector<std::uint64_t> out(count + 1, 12345);  // one past the run, which must stay
-        perm.indices(first, count, out.data());
-        for (std::size_t i = 0; i < count; ++i) {
-          if (out[i] != perm(first + i)) mismatched.push_back(first + i);
-        }
-        if (out[count] != 12345) mismatched.push_back(~0ULL);
-      }
-    }
-    CHECK(mismatched.empty());
+  // small networks (extra rounds, frequent walks), 10M (walks past 10M) and the widest network;
+  // with each vector code the CPU has.
+  std::vector<dpipe::VectorCode> codes;
+  for (const auto code : {dpipe::VectorCode::kBaseline, dpipe::VectorCode::kAvx2, dpipe::VectorCode::kAvx512}) {
+    if (dpipe::set_vector_code(code) == code) codes.push_back(code);
   }
-  // a whole order of a mid-sized network in one call
-  const IndexPermutation perm(100'003, 5);
-  std::vector<std::uint64_t> all(perm.size());
-  perm.indices(0, all.size(), all.data());
-  CHECK(all == order_of(perm));
+  CHECK(codes.front() == dpipe::VectorCode::kBaseline);
+  for (const auto code : codes) {
+    CAPTURE(static_cast<int>(code));
+    dpipe::set_vector_code(code);
+    for (const std::uint64_t n : {1ULL, 2ULL, 7ULL, 100ULL, 4097ULL, 10'000'000ULL, 1ULL << 40, ~0ULL}) {
+      CAPTURE(n);
+      const IndexPermutation perm(n, 99);
+      std::vector<std::uint64_t> mismatched;
+      for (const std::uint64_t start :
+           std::initializer_list<std::uint64_t>{0, 1, 63, n / 2, n - std::min<std::uint64_t>(n, 200)}) {
+        const std::uint64_t first = std::min(start, n - 1);
+        for (std::size_t count = 0; count <= std::min<std::uint64_t>(n - first, 200); ++count) {
+          std::vector<std::uint64_t> out(count + 1, 12345);  // one past the run, which must stay
+          perm.indices(first, count, out.data());
+          for (std::size_t i = 0; i < count; ++i) {
+            if (out[i] != perm(first + i)) mismatched.push_back(first + i);
+          }
+          if (out[count] != 12345) mismatched.push_back(~0ULL);
+        }
+      }
+      CHECK(mismatched.empty());
+    }
+    // a whole order of a mid-sized network in one call
+    const IndexPermutation perm(100'003, 5);
+    std::vector<std::uint64_t> all(perm.size());
+    perm.indices(0, all.size(), all.data());
+    CHECK(all == order_of(perm));
+  }
+  dpipe::set_vector_code(dpipe::VectorCode::kBest);
 }
 
 TEST_CASE("IndexPermutation: the smallest ranges", "[random][permutation]") {

@@ -131,8 +131,9 @@ class FileMapping;
 
 /// Reads records by number through the indexes of its files, with pread on one descriptor per
 /// file (opened on first use, with O_CLOEXEC), or with IndexOptions::memory_map by copying each
-/// record out of a map of its file (mapped on first use; no hints, no read-ahead; a record the map
-/// cannot give is read with pread). A read that misses its buffer reads the record
+/// record out of a map of its file (mapped on first use; a hint brings the record's first bytes
+/// into the CPU's caches, and nothing is read ahead; a record the map cannot vouch for is read with
+/// pread). A read that misses its buffer reads the record
 /// alone, or, while reads go through the records in order, also the records after it up to
 /// IndexOptions::read_ahead_bytes (doubling from 16 KiB): later reads of those are served from the
 /// buffer. Records named by hint() are read together instead: the first read of one of them
@@ -211,6 +212,9 @@ class IndexedReader {
 /// For tests: how many records this process's indexed readers have served from batches of
 /// hinted records. Thread-safe.
 [[nodiscard]] std::uint64_t batched_records() noexcept;
+/// For tests: how many records this process's indexed readers have copied out of maps
+/// (IndexOptions::memory_map). Thread-safe.
+[[nodiscard]] std::uint64_t mapped_records() noexcept;
 
 }  // namespace detail
 
@@ -224,9 +228,10 @@ class IndexedReader {
 /// DataError naming the node, the file and the record's byte offset; a key past size() a
 /// KeyError. prefetch(k) queues k, and the first get() of a queued key reads all queued records
 /// at once (one io_uring submission): a global order's sampler hints each run of keys before it
-/// reads them. Map nodes keep no iteration state, so a checkpoint holds nothing for this node.
-/// Thread-safety: one thread at a time (a MapDataPipe); clones (graph::clone, worker copies)
-/// read with descriptors of their own.
+/// reads them. With IndexOptions::memory_map, prefetch(k) brings the start of record k's bytes in
+/// its file's map into the CPU's caches instead. Map nodes keep no iteration state, so a checkpoint holds nothing for
+/// this node. Thread-safety: one thread at a time (a MapDataPipe); clones (graph::clone, worker copies) read with
+/// descriptors of their own.
 template <IndexedFormat F>
 class IndexedRecords final : public MapDataPipe<std::size_t, IndexedRecord<F>> {
   using Record = IndexedRecord<F>;

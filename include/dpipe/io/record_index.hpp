@@ -62,11 +62,13 @@ struct IndexOptions {
   /// turns read-ahead off.
   std::size_t read_ahead_bytes = std::size_t{64} << 10;
   /// indexed_records: read records by copying them out of a read-only map of each file instead of
-  /// with pread. A random record in the page cache then costs about a fifth of a pread, but a
+  /// with pread. A random record in the page cache then costs about a quarter of a pread, but a
   /// record not in the page cache waits for the disk alone, without the batched reads of hinted
   /// records: for files that sit in the page cache (or on tmpfs). A file cut short under its map
-  /// is the same DataError as with pread: the copy catches the SIGBUS (a process-wide handler,
-  /// installed at the first copy, that passes other SIGBUS signals on to the handler before it).
+  /// is the same DataError as with pread: a copy catches the SIGBUS of a page the file no longer
+  /// has (dpipe's handler, installed when a file is mapped, passes other SIGBUS signals on to the
+  /// handler it replaced), and vouches for its bytes only when the file still holds the page after
+  /// them; the records of a file's last page are read with pread.
   bool memory_map = false;
 };
 
