@@ -99,10 +99,8 @@ void install_handler() noexcept {
   previous_action.store(replaced, std::memory_order_release);  // the old one stays: a handler may read it
 }
 
-std::uint64_t page_size() noexcept {
-  static const auto size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
+/// Set when the library loads: no guard on the copies' path, none a fork could catch held.
+const auto page_bytes = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 
 }  // namespace
 
@@ -142,8 +140,7 @@ FileMapping::~FileMapping() {
 }
 
 std::uint64_t FileMapping::witness(std::uint64_t offset, std::size_t size) const noexcept {
-  const std::uint64_t page = page_size();
-  return (offset + size + page - 1) / page * page;
+  return (offset + size + page_bytes - 1) / page_bytes * page_bytes;
 }
 
 void FileMapping::prefetch(std::uint64_t offset, std::size_t size) const noexcept {

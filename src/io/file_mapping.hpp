@@ -32,8 +32,6 @@ class FileMapping {
   ~FileMapping();
 
   [[nodiscard]] bool mapped() const noexcept { return data_ != nullptr; }
-  /// The bytes mapped.
-  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
 
   /// Asks the CPU to bring the first bytes of [offset, offset + size), and their witness, into
   /// its caches; never faults, and does nothing outside the mapping.

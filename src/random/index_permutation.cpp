@@ -123,10 +123,6 @@ template <class RoundKey>
 }
 #endif
 
-}  // namespace
-
-namespace {
-
 /// The vector code set_vector_code() picked, or kBest: the CPU's best, picked at the first call.
 /// Constant-initialized: no guard, nothing a fork could catch half-done.
 std::atomic<VectorCode> wanted_code{VectorCode::kBest};
