@@ -2,9 +2,10 @@
 /// \file
 /// `prefetch(buffer_size)` (torchdata's Prefetcher): a background thread reads up to `buffer_size`
 /// elements ahead. Exceptions from upstream reach the consumer at their position. The thread stops
-/// and is joined on a new iteration, on stop_background() and on destruction; it never polls (it
-/// blocks on condition variables). Checkpoint state: the elements read ahead (saving requires the
-/// thread to be stopped, which graph::save_state does).
+/// and is joined when the consumer reaches the end (or the exception), on a new iteration, on
+/// stop_background() and on destruction; it never polls (it blocks on condition variables).
+/// Checkpoint state: the elements read ahead (saving requires the thread to be stopped, which
+/// graph::save_state does).
 ///
 /// InProcessReadingService appends one to a loader's graph with ops::AppendPrefetch
 /// (<dpipe/core/root_ops.hpp>), which DataLoader2<T> registers for its element type.

@@ -116,6 +116,7 @@ PrefetchChunk* PrefetchEngine::current() {
       shared.offset = 0;
       if (last) {
         shared.finished = true;
+        stop();  // the producer's thread is ending: see current()
         if (error) std::rethrow_exception(error);
       }
       continue;
@@ -125,6 +126,7 @@ PrefetchChunk* PrefetchEngine::current() {
     shared.arrived.wait(lock, [&] { return !shared.queue.empty() || !shared.producing; });
     if (shared.queue.empty()) {
       shared.finished = true;  // nothing more will come (a restored, ended source)
+      stop();
       break;
     }
     shared.stash.push_back(std::move(shared.queue.front()));

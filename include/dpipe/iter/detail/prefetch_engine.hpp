@@ -46,7 +46,10 @@ class PrefetchEngine {
 
   /// The chunk whose element at position offset() is the next to hand out, starting the thread or
   /// waiting for it as needed; nullptr at the end of the stream. Rethrows the source's exception
-  /// once the elements before it are handed out.
+  /// once the elements before it are handed out. The thread is joined before the end or the
+  /// exception reaches the consumer: a program that forks next (a loader starting its worker
+  /// processes) never forks while it exits, which under a sanitizer's runtime can leave the child
+  /// holding the runtime's locks for good.
   [[nodiscard]] PrefetchChunk* current();
   /// The next element's position in current(), and how many follow it there.
   [[nodiscard]] std::size_t offset() const noexcept;
