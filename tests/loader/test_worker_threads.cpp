@@ -17,7 +17,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <dpipe/core/detail/element_handoff.hpp>  // held_bytes, after the public headers
+#include <dpipe/core/detail/element_handoff.hpp>  // held_bytes()
 
 #include "support/battery.hpp"
 #include "support/loader.hpp"

@@ -116,7 +116,7 @@ PrefetchChunk* PrefetchEngine::current() {
       shared.offset = 0;
       if (last) {
         shared.finished = true;
-        stop();  // the producer's thread is ending: see current()
+        stop();  // the producer's thread is ending: joined before the end reaches the consumer (see the header)
         if (error) std::rethrow_exception(error);
       }
       continue;
